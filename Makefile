@@ -1,0 +1,42 @@
+# fleetslo — the two commands a new machine needs:
+#   make demo   run the main job (today: the sidecar exporter against a replayed vLLM server)
+#   make test   run the whole test suite (installs what it needs; Debian packages when root)
+
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: demo test lint typecheck unit tools bench clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+tools:
+	bash scripts/install-test-tools.sh
+
+demo: $(STAMP)
+	bash scripts/exporter-demo.sh
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/pytest -q tests/unit
+
+test: $(STAMP) tools lint typecheck
+	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) .tools .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,160 @@
+"""The ``fleetslo`` command line: the only place that reads argv, the environment and files.
+
+Each subcommand is a ``Command``: a name, a function that adds its flags to a parser, and a
+function that turns parsed flags into validated settings and runs. Flags may also come from a YAML
+``--config`` file (flags win). Bad input exits with status 2 and a message naming the key, the value
+and what is allowed; runtime failures exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from controller import __version__
+from controller.errors import ConfigError
+
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+
+log = logging.getLogger("fleetslo")
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+# --------------------------------------------------------------------------------------------
+# helpers shared by commands
+# --------------------------------------------------------------------------------------------
+
+
+def read_yaml_file(path: str) -> Any:
+    """One YAML document from ``path``; a ``ConfigError`` that names the file otherwise."""
+    try:
+        return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc})") from exc
+
+
+def read_yaml_documents(path: str) -> list[Any]:
+    """Every YAML document in ``path`` (for multi-document spec files)."""
+    try:
+        return list(yaml.safe_load_all(Path(path).read_text(encoding="utf-8")))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML ({exc})") from exc
+
+
+def merged_options(args: argparse.Namespace, keys: Sequence[str]) -> dict[str, Any]:
+    """Settings from ``--config`` (if any) overlaid with the flags the user gave explicitly."""
+    options: dict[str, Any] = {}
+    config = getattr(args, "config", None)
+    if config:
+        loaded = read_yaml_file(config)
+        if loaded is not None and not isinstance(loaded, Mapping):
+            raise ConfigError(f"{config}: expected a mapping of settings at the top level")
+        options.update({str(k).replace("-", "_"): v for k, v in (loaded or {}).items()})
+    for key in keys:
+        value = getattr(args, key, None)
+        if value is not None:
+            options[key] = value
+    return options
+
+
+def _configure_logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format='{"ts":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":%(message)r}',
+        stream=sys.stderr,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# fleetslo exporter
+# --------------------------------------------------------------------------------------------
+
+_EXPORTER_KEYS = (
+    "vllm_url", "listen", "interval", "timeout", "windows", "slo_ttft", "slo_tpot",
+    "otlp_endpoint", "otlp_interval",
+)  # fmt: skip
+
+
+def _configure_exporter(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="YAML file with any of the settings below (flags win)")
+    p.add_argument("--vllm-url", dest="vllm_url", help="vLLM server base URL (default http://127.0.0.1:8000)")
+    p.add_argument("--listen", help="address to serve /metrics, /healthz, /readyz on (default 0.0.0.0:9400)")
+    p.add_argument("--interval", help="scrape interval, e.g. 5s (default 5s)")
+    p.add_argument("--timeout", help="timeout of one scrape (default: the interval, at most 10s)")
+    p.add_argument("--windows", help="comma-separated windows for quantiles, e.g. 30s,1m,5m")
+    p.add_argument("--slo-ttft", dest="slo_ttft", help="TTFT threshold for SLO attainment, e.g. 2s")
+    p.add_argument("--slo-tpot", dest="slo_tpot", help="TPOT threshold for SLO attainment, e.g. 50ms")
+    p.add_argument("--otlp-endpoint", dest="otlp_endpoint", help="also push signals over OTLP/HTTP here")
+    p.add_argument("--otlp-interval", dest="otlp_interval", help="OTLP export interval (default 15s)")
+
+
+def _run_exporter(args: argparse.Namespace) -> int:
+    from controller.exporter.app import run_exporter
+    from controller.settings import ExporterSettings, load
+
+    settings = load(ExporterSettings, merged_options(args, _EXPORTER_KEYS), "exporter settings")
+    return run_exporter(settings)
+
+
+COMMANDS: list[Command] = [
+    Command("exporter", "sidecar: scrape vLLM, publish latency quantiles and SLO attainment",
+            _configure_exporter, _run_exporter),
+]  # fmt: skip
+
+
+# --------------------------------------------------------------------------------------------
+# entry point
+# --------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fleetslo",
+        description="Fleet observability and SLO controller for vLLM inference servers.",
+    )
+    parser.add_argument("--version", action="version", version=f"fleetslo {__version__}")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for command in COMMANDS:
+        p = sub.add_parser(command.name, help=command.help, description=command.help)
+        command.configure(p)
+        p.set_defaults(_run=command.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return EXIT_USAGE
+    _configure_logging(args.log_level)
+    try:
+        return int(args._run(args))
+    except ConfigError as exc:
+        print(f"fleetslo {args.command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

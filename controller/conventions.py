@@ -1,0 +1,195 @@
+"""Every metric, label and rule name fleetslo reads or writes, in one place.
+
+Dashboards, alerts, the exporter, the controller and the tests import names from here and never
+spell them out themselves, so renaming a metric is one edit (and a failing drift test).
+
+This module is data only: it must not import anything with I/O.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final
+
+# --------------------------------------------------------------------------------------------
+# vLLM input names
+# --------------------------------------------------------------------------------------------
+
+#: Prefixes a vLLM metric may carry. ``vllm:`` is vLLM itself, ``ray_vllm:`` is Ray Serve's
+#: re-export, and ``vllm_`` is what Prometheus 2.x stores when prometheus-client >= 0.23 escapes
+#: the colon (client_python #1177). The sidecar asks for text 0.0.4, which keeps the colon, but a
+#: capture taken through another path may carry any of them.
+VLLM_PREFIXES: Final = ("vllm:", "ray_vllm:", "vllm_")
+
+#: The data-parallel rank label; absent on vLLM <= 0.8 and on multiprocess pages.
+ENGINE_LABEL: Final = "engine"
+MODEL_LABEL: Final = "model_name"
+
+
+class Gauge(StrEnum):
+    """vLLM gauges fleetslo reads, by their current name (without prefix)."""
+
+    RUNNING = "num_requests_running"
+    WAITING = "num_requests_waiting"
+    WAITING_BY_REASON = "num_requests_waiting_by_reason"
+    KV_CACHE_USAGE = "kv_cache_usage_perc"
+
+
+class Counter(StrEnum):
+    """vLLM counters fleetslo reads, by their current name without prefix and without ``_total``."""
+
+    PREEMPTIONS = "num_preemptions"
+    PROMPT_TOKENS = "prompt_tokens"
+    GENERATION_TOKENS = "generation_tokens"
+    REQUEST_SUCCESS = "request_success"
+    ADMISSION_REJECTIONS = "admission_rejections"
+    PREFIX_CACHE_QUERIES = "prefix_cache_queries"
+    PREFIX_CACHE_HITS = "prefix_cache_hits"
+
+
+class Histogram(StrEnum):
+    """vLLM latency histograms fleetslo reads, by their current name without prefix."""
+
+    TTFT = "time_to_first_token_seconds"
+    ITL = "inter_token_latency_seconds"
+    TPOT = "request_time_per_output_token_seconds"
+    E2E = "e2e_request_latency_seconds"
+    QUEUE = "request_queue_time_seconds"
+    PREFILL = "request_prefill_time_seconds"
+    DECODE = "request_decode_time_seconds"
+    INFERENCE = "request_inference_time_seconds"
+
+
+#: The extra label that splits a family into sub-series we keep apart (``None``: none).
+SUBLABEL: Final[dict[str, str]] = {
+    Gauge.WAITING_BY_REASON: "reason",
+    Counter.REQUEST_SUCCESS: "finished_reason",
+    Counter.ADMISSION_REJECTIONS: "reason",
+}
+
+#: Legacy name -> current name. One table for every vLLM version we have seen.
+#: ``time_per_output_token_seconds`` was the per-step ITL histogram before 0.11 (PR #24110), so it
+#: maps to ITL, not to the per-request TPOT that replaced nothing.
+VLLM_ALIASES: Final[dict[str, str]] = {
+    "gpu_cache_usage_perc": Gauge.KV_CACHE_USAGE,
+    "time_per_output_token_seconds": Histogram.ITL,
+    "gpu_prefix_cache_queries": Counter.PREFIX_CACHE_QUERIES,
+    "gpu_prefix_cache_hits": Counter.PREFIX_CACHE_HITS,
+}
+
+GAUGE_NAMES: Final = frozenset(g.value for g in Gauge)
+COUNTER_NAMES: Final = frozenset(c.value for c in Counter)
+HISTOGRAM_NAMES: Final = frozenset(h.value for h in Histogram)
+
+
+def strip_vllm_prefix(name: str) -> str | None:
+    """The name without its vLLM prefix, or ``None`` if it is not a vLLM name."""
+    for prefix in VLLM_PREFIXES:
+        if name.startswith(prefix):
+            return name[len(prefix) :]
+    return None
+
+
+def canonical_vllm_name(base: str) -> str:
+    """Resolve a legacy family name (no prefix, no suffix) to its current name."""
+    return VLLM_ALIASES.get(base, base)
+
+
+def promql_names(canonical: str, suffix: str = "") -> tuple[str, ...]:
+    """Every stored name a canonical vLLM series may have in a TSDB, for PromQL ``__name__`` matches.
+
+    Covers both prefixes as Prometheus stores them (``vllm:`` and the escaped ``vllm_``), Ray's
+    prefix, and the legacy names that alias to ``canonical``.
+    """
+    bares = [canonical, *(old for old, new in VLLM_ALIASES.items() if new == canonical)]
+    return tuple(f"{prefix}{bare}{suffix}" for bare in bares for prefix in VLLM_PREFIXES)
+
+
+# --------------------------------------------------------------------------------------------
+# fleetslo output names (contract: DESIGN.md "Metric names")
+# --------------------------------------------------------------------------------------------
+
+#: Quantiles the sidecar publishes, and their label values.
+QUANTILES: Final = (0.5, 0.9, 0.99)
+
+# sidecar, vLLM
+ENGINE_UP: Final = "fleetslo_engine_up"
+TTFT_SECONDS: Final = "fleetslo_ttft_seconds"
+ITL_SECONDS: Final = "fleetslo_itl_seconds"
+TPOT_SECONDS: Final = "fleetslo_tpot_seconds"
+SLO_ATTAINMENT: Final = "fleetslo_slo_attainment_ratio"
+SLO_THRESHOLD_SECONDS: Final = "fleetslo_slo_threshold_seconds"
+SLO_THRESHOLD_EXACT: Final = "fleetslo_slo_threshold_bucket_exact"
+REQUESTS_PER_SECOND: Final = "fleetslo_requests_per_second"
+GENERATION_TOKENS_PER_SECOND: Final = "fleetslo_generation_tokens_per_second"
+WINDOW_REQUESTS: Final = "fleetslo_window_requests"
+REQUESTS_RUNNING: Final = "fleetslo_requests_running"
+REQUESTS_WAITING: Final = "fleetslo_requests_waiting"
+KV_CACHE_USAGE: Final = "fleetslo_kv_cache_usage_ratio"
+ENGINE_SCRAPE_DURATION: Final = "fleetslo_engine_scrape_duration_seconds"
+ENGINE_LAST_SUCCESS: Final = "fleetslo_engine_last_success_timestamp_seconds"
+ENGINE_SCRAPE_ERRORS: Final = "fleetslo_engine_scrape_errors"  # counter family; exposed with _total
+EXPORTER_INFO: Final = "fleetslo_exporter_info"
+
+# sidecar, GPU
+GPU_UTILIZATION: Final = "fleetslo_gpu_utilization_ratio"
+GPU_MEMORY_USED: Final = "fleetslo_gpu_memory_used_bytes"
+GPU_MEMORY_TOTAL: Final = "fleetslo_gpu_memory_total_bytes"
+GPU_POWER: Final = "fleetslo_gpu_power_watts"
+GPU_ENERGY: Final = "fleetslo_gpu_energy_joules"  # counter family; exposed with _total
+GPU_TEMPERATURE: Final = "fleetslo_gpu_temperature_celsius"
+GPU_ECC_ERRORS: Final = "fleetslo_gpu_ecc_errors"  # counter family; exposed with _total
+GPU_INFO: Final = "fleetslo_gpu_info"
+GPU_COLLECTOR_UP: Final = "fleetslo_gpu_collector_up"
+TOKENS_PER_JOULE: Final = "fleetslo_tokens_per_joule"
+
+# gate
+GATE_INFLIGHT: Final = "fleetslo_gate_inflight"
+GATE_QUEUE_LENGTH: Final = "fleetslo_gate_queue_length"
+GATE_LIMIT: Final = "fleetslo_gate_limit"
+GATE_REJECTED: Final = "fleetslo_gate_rejected"  # counter family; exposed with _total
+GATE_TTFT: Final = "fleetslo_gate_ttft_seconds"
+GATE_TPOT: Final = "fleetslo_gate_tpot_seconds"
+
+# controller
+CONTROLLER_DECISIONS: Final = "fleetslo_controller_decisions"  # counter family; exposed with _total
+CONTROLLER_DESIRED_REPLICAS: Final = "fleetslo_controller_desired_replicas"
+CONTROLLER_CURRENT_REPLICAS: Final = "fleetslo_controller_current_replicas"
+CONTROLLER_BATCH_LIMIT: Final = "fleetslo_controller_batch_limit"
+CONTROLLER_TICK_DURATION: Final = "fleetslo_controller_tick_duration_seconds"
+CONTROLLER_ACTUATION_ERRORS: Final = "fleetslo_controller_actuation_errors"  # counter; _total
+CONTROLLER_LEADER: Final = "fleetslo_controller_leader"
+
+# label keys
+LABEL_QUANTILE: Final = "quantile"
+LABEL_WINDOW: Final = "window"
+LABEL_SLO: Final = "slo"
+LABEL_REASON: Final = "reason"
+LABEL_SOURCE: Final = "source"
+LABEL_GPU: Final = "gpu"
+LABEL_UUID: Final = "uuid"
+LABEL_GPU_MODEL: Final = "model"
+
+
+class SloName(StrEnum):
+    """The latency objectives fleetslo knows, as they appear in the ``slo`` label."""
+
+    TTFT = "ttft"
+    TPOT = "tpot"
+
+
+def quantile_label(q: float) -> str:
+    """The ``quantile`` label value for ``q``, as Prometheus summaries spell it (``0.9``, not ``0.90``)."""
+    return repr(float(q))
+
+
+def window_label(seconds: float) -> str:
+    """A compact, stable label for a window length: ``30s``, ``1m``, ``5m``, ``1h``, ``90s``."""
+    whole = int(seconds)
+    if whole != seconds:
+        return f"{seconds:g}s"
+    if whole % 3600 == 0:
+        return f"{whole // 3600}h"
+    if whole % 60 == 0:
+        return f"{whole // 60}m"
+    return f"{whole}s"

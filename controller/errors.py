@@ -1,0 +1,62 @@
+"""The fleetslo error tree, one branch per boundary, each error classified by what to do next.
+
+``Transient`` errors (a timeout, a 503, a conflict) are retried on the next tick with back-off;
+``Permanent`` errors (bad config, RBAC denied, malformed data that will not fix itself) are
+surfaced and not hammered. Adapters translate library exceptions into these with ``raise … from``
+so the cause stays attached, and callers branch on the class, never on message text.
+"""
+
+from __future__ import annotations
+
+
+class FleetSLOError(Exception):
+    """Base of every error fleetslo raises on purpose."""
+
+    #: A short, stable token used as the ``reason`` label of error counters.
+    reason: str = "error"
+
+
+class Transient(FleetSLOError):
+    """Likely to go away by itself: retry later."""
+
+
+class Permanent(FleetSLOError):
+    """Will not go away without a change by a person: report it, do not retry in a hot loop."""
+
+
+# --- configuration --------------------------------------------------------------------------
+
+
+class ConfigError(Permanent):
+    """A setting or spec is invalid. The message names the key, the value and what is allowed."""
+
+    reason = "config"
+
+
+# --- reading metrics ------------------------------------------------------------------------
+
+
+class ExpositionError(Permanent):
+    """A metrics page could not be parsed (the server answered something that is not metrics)."""
+
+    reason = "parse"
+
+
+class EngineScrapeError(Transient):
+    """The engine's ``/metrics`` could not be read this time."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class NoData(Transient):
+    """A required signal is absent (not zero: absent)."""
+
+    reason = "no_data"
+
+
+class StaleData(Transient):
+    """A signal exists but is older than the freshness bound."""
+
+    reason = "stale"

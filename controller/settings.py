@@ -1,0 +1,284 @@
+"""Typed, validated configuration: the FleetSLO spec and the settings of each command.
+
+Everything a user can configure is checked here once, at load, and a bad value fails with the
+key, the value and what is allowed (``ConfigError``). Below this module code receives validated,
+frozen objects and never re-checks them. Reading files and the environment is ``cli.py``'s job;
+this module turns already-read data into settings.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Annotated, Any, Literal, TypeVar
+from urllib.parse import urlsplit
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from controller.errors import ConfigError
+
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+
+
+def parse_duration(value: object) -> float:
+    """Seconds from ``"50ms"``, ``"2s"``, ``"5m"``, ``"1h"``, ``"1d"`` or a plain number of seconds."""
+    if isinstance(value, bool):
+        raise ValueError("expected a duration such as 50ms, 2s, 5m")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        match = _DURATION.match(value)
+        if match:
+            return float(match.group(1)) * _UNITS[match.group(2) or "s"]
+    raise ValueError(f"expected a duration such as 50ms, 2s, 5m (got {value!r})")
+
+
+def _parse_duration_list(value: object) -> object:
+    if isinstance(value, str):
+        return [part for part in value.split(",") if part.strip()]
+    return value
+
+
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+PositiveDuration = Annotated[float, BeforeValidator(parse_duration), Field(gt=0)]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+# --------------------------------------------------------------------------------------------
+# FleetSLO spec (apiVersion fleetslo/v1, kind FleetSLO): the contract in DESIGN.md
+# --------------------------------------------------------------------------------------------
+
+
+class TargetKind(StrEnum):
+    DEPLOYMENT = "Deployment"
+    STATEFULSET = "StatefulSet"
+    LEADERWORKERSET = "LeaderWorkerSet"
+
+
+class Target(_Frozen):
+    """The workload that serves one model and the name vLLM reports it under."""
+
+    kind: TargetKind = TargetKind.DEPLOYMENT
+    namespace: str = Field(default="default", min_length=1, max_length=63)
+    name: str = Field(min_length=1, max_length=253)
+    model_name: str = Field(min_length=1)
+
+
+class Objective(_Frozen):
+    """``quantile`` of a latency must stay at or under ``threshold`` over ``window``."""
+
+    quantile: float = Field(default=0.9, gt=0, lt=1)
+    threshold: PositiveDuration
+    window: PositiveDuration = 60.0
+
+
+class Availability(_Frozen):
+    """Optional: the share of requests that must finish without an error."""
+
+    target: float = Field(gt=0, lt=1)
+
+
+class Objectives(_Frozen):
+    ttft: Objective
+    tpot: Objective
+    availability: Availability | None = None
+
+
+class Replicas(_Frozen):
+    """Bounds on the replica count, and how long a new replica takes to serve."""
+
+    min: int = Field(default=1, ge=0, le=10_000)
+    max: int = Field(ge=1, le=10_000)
+    cold_start: PositiveDuration = 300.0
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Replicas:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must be <= max ({self.max})")
+        return self
+
+
+class BatchActuator(StrEnum):
+    GATE = "gate"
+    ENGINE_ARGS = "engine-args"
+    NONE = "none"
+
+
+class BatchLimit(_Frozen):
+    """Bounds on the per-replica concurrent-sequence limit and how it is applied."""
+
+    min: int = Field(default=1, ge=1, le=65_536)
+    max: int = Field(default=256, ge=1, le=65_536)
+    actuator: BatchActuator = BatchActuator.NONE
+
+    @model_validator(mode="after")
+    def _ordered(self) -> BatchLimit:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must be <= max ({self.max})")
+        return self
+
+
+class Cost(_Frozen):
+    per_replica_hour: float = Field(default=0.0, ge=0)
+    gpus_per_replica: int = Field(default=1, ge=1, le=64)
+
+
+class Mode(StrEnum):
+    ENFORCE = "enforce"
+    ADVISORY = "advisory"
+
+
+class Metadata(_Frozen):
+    name: str = Field(min_length=1, max_length=253)
+
+
+class FleetSLOSpec(_Frozen):
+    target: Target
+    objectives: Objectives
+    replicas: Replicas
+    batch_limit: BatchLimit = BatchLimit()
+    cost: Cost = Cost()
+    mode: Mode = Mode.ENFORCE
+
+
+class FleetSLO(_Frozen):
+    """One scaled target and the latency objectives fleetslo holds it to."""
+
+    api_version: Literal["fleetslo/v1"] = Field(alias="apiVersion")
+    kind: Literal["FleetSLO"]
+    metadata: Metadata
+    spec: FleetSLOSpec
+
+
+# --------------------------------------------------------------------------------------------
+# The sidecar exporter
+# --------------------------------------------------------------------------------------------
+
+
+def _http_url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"expected an http:// or https:// URL (got {value!r})")
+    return value.rstrip("/")
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """``host:port`` (``[::1]:9400`` for IPv6) into its parts; port 0 picks a free one."""
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"expected host:port with a port 0-65535 (got {value!r})")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+class ExporterSettings(_Frozen):
+    """``fleetslo exporter``: scrape one vLLM server and publish windowed latency signals."""
+
+    vllm_url: str = "http://127.0.0.1:8000"
+    listen: str = "0.0.0.0:9400"
+    interval: PositiveDuration = 5.0
+    timeout: PositiveDuration | None = None
+    windows: Annotated[list[PositiveDuration], BeforeValidator(_parse_duration_list)] = [30.0, 60.0, 300.0]
+    slo_ttft: PositiveDuration | None = None
+    slo_tpot: PositiveDuration | None = None
+    otlp_endpoint: str | None = None
+    otlp_interval: PositiveDuration = 15.0
+
+    @field_validator("vllm_url")
+    @classmethod
+    def _check_url(cls, value: str) -> str:
+        return _http_url(value)
+
+    @field_validator("otlp_endpoint")
+    @classmethod
+    def _check_otlp(cls, value: str | None) -> str | None:
+        return None if value is None else _http_url(value)
+
+    @field_validator("listen")
+    @classmethod
+    def _check_listen(cls, value: str) -> str:
+        parse_listen(value)
+        return value
+
+    @field_validator("interval")
+    @classmethod
+    def _check_interval(cls, value: float) -> float:
+        if not 0.1 <= value <= 300:
+            raise ValueError(f"must be between 100ms and 5m (got {value:g}s)")
+        return value
+
+    @model_validator(mode="after")
+    def _check_windows(self) -> ExporterSettings:
+        if not self.windows:
+            raise ValueError("windows: at least one window is needed")
+        for w in self.windows:
+            if w < 2 * self.interval:
+                raise ValueError(
+                    f"windows: {w:g}s is shorter than two scrape intervals ({2 * self.interval:g}s)"
+                )
+            if w > 86_400:
+                raise ValueError(f"windows: {w:g}s is longer than one day")
+        return self
+
+    @property
+    def scrape_timeout(self) -> float:
+        """The timeout of one scrape: as configured, else the interval capped at 10 s."""
+        return self.timeout if self.timeout is not None else min(self.interval, 10.0)
+
+    @property
+    def ring_size(self) -> int:
+        """Snapshots to keep so the longest window always has a start point."""
+        return int(max(self.windows) / self.interval) + 3
+
+
+# --------------------------------------------------------------------------------------------
+# Loading with errors people can act on
+# --------------------------------------------------------------------------------------------
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def load(model: type[M], data: Mapping[str, Any], source: str = "config") -> M:
+    """Validate ``data`` into ``model``; on failure a ``ConfigError`` naming key, value and rule."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: " + "; ".join(_describe(e) for e in exc.errors())) from None
+
+
+def _describe(error: Mapping[str, Any]) -> str:
+    key = ".".join(str(part) for part in error["loc"]) or "(top level)"
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if error["type"] in ("missing",):
+        return f"{key}: required"
+    if error["type"] == "extra_forbidden":
+        return f"{key}: unknown key"
+    return f"{key}: {message} (got {error.get('input')!r})"
+
+
+def load_fleetslo_documents(documents: list[Any], source: str) -> list[FleetSLO]:
+    """Every FleetSLO in a multi-document YAML file; names must be unique."""
+    specs = []
+    for i, doc in enumerate(d for d in documents if d is not None):
+        if not isinstance(doc, Mapping):
+            raise ConfigError(f"{source}: document {i} is not a mapping")
+        specs.append(load(FleetSLO, doc, f"{source}[{i}]"))
+    names = [s.metadata.name for s in specs]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ConfigError(f"{source}: metadata.name must be unique (repeated: {', '.join(duplicates)})")
+    if not specs:
+        raise ConfigError(f"{source}: no FleetSLO document found")
+    return specs
