@@ -16,9 +16,11 @@ S = TypeVar("S")
 
 
 class Policy(Protocol[S]):
-    """A scaling policy. ``name`` is how users select it (``--policy NAME``)."""
+    """A scaling policy. ``name`` is how users select it (``--policy NAME``); ``interval`` is the
+    number of seconds between two decisions (HPA syncs every 15 s, KEDA polls every 15 s, …)."""
 
     name: str
+    interval: float
 
     def initial_state(self, spec: FleetSLOSpec) -> S:
         """The state before the first observation."""
