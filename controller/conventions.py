@@ -142,6 +142,14 @@ GPU_ECC_ERRORS: Final = "fleetslo_gpu_ecc_errors"  # counter family; exposed wit
 GPU_INFO: Final = "fleetslo_gpu_info"
 GPU_COLLECTOR_UP: Final = "fleetslo_gpu_collector_up"
 TOKENS_PER_JOULE: Final = "fleetslo_tokens_per_joule"
+GPU_MEMORY_BANDWIDTH_UTILIZATION: Final = "fleetslo_gpu_memory_bandwidth_utilization_ratio"
+GPU_POWER_LIMIT: Final = "fleetslo_gpu_power_limit_watts"
+GPU_CLOCK: Final = "fleetslo_gpu_clock_hertz"
+GPU_COLLECTOR_ERRORS: Final = "fleetslo_gpu_collector_errors"  # counter family; exposed with _total
+GPU_SAMPLE_DURATION: Final = "fleetslo_gpu_sample_duration_seconds"
+GPU_LAST_SAMPLE: Final = "fleetslo_gpu_last_sample_timestamp_seconds"
+#: GPU time per 1,000 generated tokens over a window; ``basis`` says which GPU time (see LABEL_BASIS).
+GPU_SECONDS_PER_1K_TOKENS: Final = "fleetslo_gpu_seconds_per_1k_tokens"
 
 # gate
 GATE_INFLIGHT: Final = "fleetslo_gate_inflight"
@@ -169,6 +177,12 @@ LABEL_SOURCE: Final = "source"
 LABEL_GPU: Final = "gpu"
 LABEL_UUID: Final = "uuid"
 LABEL_GPU_MODEL: Final = "model"
+LABEL_BACKEND: Final = "backend"
+LABEL_SENSOR: Final = "sensor"
+LABEL_SEVERITY: Final = "severity"
+LABEL_CLOCK: Final = "clock"
+#: ``allocated`` (GPUs x wall time: what is paid for) or ``busy`` (utilization x time: what was used).
+LABEL_BASIS: Final = "basis"
 
 
 class SloName(StrEnum):

@@ -60,3 +60,26 @@ class StaleData(Transient):
     """A signal exists but is older than the freshness bound."""
 
     reason = "stale"
+
+
+# --- reading GPUs ---------------------------------------------------------------------------
+
+
+class GpuReadError(Transient):
+    """One read of the GPUs failed (a timeout, garbage output, a file that vanished): try next tick.
+
+    ``reason`` is a short token (``timeout``, ``parse``, ``io``, ``no_devices`` …) used as the
+    ``reason`` label of ``fleetslo_gpu_collector_errors_total``.
+    """
+
+    def __init__(self, message: str, reason: str = "error") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class GpuUnavailable(GpuReadError):
+    """A GPU backend cannot work here at all (no library, no tool, driver not loaded).
+
+    Still a ``Transient`` subclass: a driver may finish loading after the sidecar starts, so the
+    sampler keeps retrying at its interval rather than giving up.
+    """

@@ -188,3 +188,58 @@ class Decision:
     message: str
     predicted_ttft_p90: float | None = None
     predicted_tpot_p90: float | None = None
+
+
+# --------------------------------------------------------------------------------------------
+# GPU telemetry
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample:
+    """One GPU at one instant, vendor-neutral, in base units (ratio 0-1, bytes, W, J, °C, Hz).
+
+    ``index`` is the node-local device index the backend enumerates (the ``gpu`` label) and is
+    always known. Every other field is ``None`` (or missing from its mapping) when the backend
+    could not read it — never 0, so a GPU whose sensor is unreadable never looks idle or cold.
+    """
+
+    index: int
+    uuid: str | None = None
+    model: str | None = None
+    vendor: str | None = None
+    serial: str | None = None
+    pci_bus_id: str | None = None
+    driver_version: str | None = None
+    compute_partition: str | None = None
+    memory_partition: str | None = None
+    partition_id: str | None = None
+    utilization: float | None = None
+    memory_bandwidth_utilization: float | None = None
+    memory_used_bytes: float | None = None
+    memory_total_bytes: float | None = None
+    power_watts: float | None = None
+    power_limit_watts: float | None = None
+    #: Monotonic energy counter since driver load; resets when the driver reloads.
+    energy_joules: float | None = None
+    #: °C by sensor: ``edge``, ``junction``, ``memory`` (AMD), ``gpu`` (NVIDIA).
+    temperatures_celsius: Mapping[str, float] = field(default_factory=dict)
+    #: Hz by clock domain: ``graphics``, ``memory``.
+    clocks_hertz: Mapping[str, float] = field(default_factory=dict)
+    #: Monotonic error counts by severity: ``correctable``, ``uncorrectable``, ``deferred``.
+    ecc_errors: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """A stable identity for per-GPU history: the UUID when known, else the index."""
+        return self.uuid or f"index:{self.index}"
+
+    def has_telemetry(self) -> bool:
+        """Whether anything beyond identity was read (a sample of only ``None`` is no data)."""
+        scalars = (
+            self.utilization, self.memory_bandwidth_utilization, self.memory_used_bytes,
+            self.memory_total_bytes, self.power_watts, self.power_limit_watts, self.energy_joules,
+        )  # fmt: skip
+        return any(v is not None for v in scalars) or bool(
+            self.temperatures_celsius or self.clocks_hertz or self.ecc_errors
+        )
