@@ -129,7 +129,8 @@ KV_CACHE_USAGE: Final = "fleetslo_kv_cache_usage_ratio"
 ENGINE_SCRAPE_DURATION: Final = "fleetslo_engine_scrape_duration_seconds"
 ENGINE_LAST_SUCCESS: Final = "fleetslo_engine_last_success_timestamp_seconds"
 ENGINE_SCRAPE_ERRORS: Final = "fleetslo_engine_scrape_errors"  # counter family; exposed with _total
-EXPORTER_INFO: Final = "fleetslo_exporter_info"
+#: Info families get ``_info`` appended by prometheus-client: this is ``fleetslo_exporter_info``.
+EXPORTER_INFO: Final = "fleetslo_exporter"
 
 # sidecar, GPU
 GPU_UTILIZATION: Final = "fleetslo_gpu_utilization_ratio"

@@ -123,6 +123,47 @@ def combine(deltas: Iterable[WindowDelta]) -> WindowDelta | None:
     return WindowDelta(max(d.seconds for d in items), merged, counters)
 
 
+def accumulate(total: WindowDelta, step: WindowDelta) -> WindowDelta:
+    """Add one scrape-to-scrape step to running, reset-corrected totals.
+
+    Totals built this way only ever grow, so the increase over any window is a plain difference
+    of two totals (``between``), however many restarts happened inside it. A histogram whose
+    bucket layout changed (a restart with new ``--custom-histogram-buckets``) starts over.
+    """
+    histograms = dict(total.histograms)
+    for family, h in step.histograms.items():
+        before = histograms.get(family)
+        if before is None or before.bounds != h.bounds:
+            histograms[family] = h
+        else:
+            histograms[family] = _add(before, h)
+    counters = {family: dict(by) for family, by in total.counters.items()}
+    for family, by in step.counters.items():
+        target = counters.setdefault(family, {})
+        for sub, value in by.items():
+            target[sub] = target.get(sub, 0.0) + value
+    return WindowDelta(total.seconds + step.seconds, histograms, counters)
+
+
+def between(newer: WindowDelta, older: WindowDelta) -> WindowDelta:
+    """The increase between two running totals made by ``accumulate`` (newer minus older)."""
+    histograms = {}
+    for family, h in newer.histograms.items():
+        old = older.histograms.get(family)
+        histograms[family] = h if old is None or old.bounds != h.bounds else delta(h, old)
+    counters = {
+        family: {sub: value - older.counters.get(family, {}).get(sub, 0.0) for sub, value in by.items()}
+        for family, by in newer.counters.items()
+    }
+    return WindowDelta(newer.seconds - older.seconds, histograms, counters)
+
+
+def _add(a: BucketHistogram, b: BucketHistogram) -> BucketHistogram:
+    counts = tuple(x + y for x, y in zip(a.counts, b.counts, strict=True))
+    total = None if a.sum is None or b.sum is None else a.sum + b.sum
+    return BucketHistogram(a.bounds, counts, total)
+
+
 class SnapshotRing(Generic[T]):
     """A bounded, time-ordered history of timestamped values (scrapes)."""
 
@@ -149,20 +190,19 @@ class SnapshotRing(Generic[T]):
     def clear(self) -> None:
         self._items.clear()
 
-    def start_of(self, window: float, slack: float) -> tuple[float, T] | None:
+    def start_of(self, window: float, tolerance: float) -> tuple[float, T] | None:
         """The snapshot to diff the newest one against for a window of ``window`` seconds.
 
-        That is the newest snapshot taken at least ``window - slack`` seconds before the newest
-        one (scrapes jitter, so an exact match is rare). ``None`` while the history is shorter
-        than the window: a 5-minute quantile from 40 seconds of data would be a lie.
+        That is the snapshot taken closest to ``window`` seconds before the newest one, if it is
+        within ``tolerance`` of that point (scrapes jitter, so an exact match is rare). ``None``
+        while the history is shorter than the window, or when a gap (an outage) left no snapshot
+        near the start: a 5-minute quantile from 40 seconds — or from 10 minutes — would be a lie.
         """
         newest = self.newest()
         if newest is None:
             return None
-        cutoff = newest[0] - window + slack
-        best = None
-        for at, item in self._items:
-            if at > cutoff:
-                break
-            best = (at, item)
+        goal = newest[0] - window
+        best = min(self._items, key=lambda item: abs(item[0] - goal))
+        if abs(best[0] - goal) > tolerance or best[0] >= newest[0]:
+            return None
         return best

@@ -1,0 +1,156 @@
+"""The sidecar process: a scrape loop and an HTTP server on one asyncio event loop.
+
+``Sidecar`` wires the parts together — scraper → tracker → collector on a private registry →
+``/metrics`` (and, optionally, the OTLP bridge) — and runs until cancelled or signalled. It holds
+no metric logic of its own. A vLLM that is down, slow or answering garbage never stops it: the
+failure is recorded and the loop goes on at the next interval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+from collections.abc import Callable
+
+import aiohttp
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import Collector, CollectorRegistry
+
+from controller.errors import EngineScrapeError
+from controller.exporter.collector import EngineCollector
+from controller.exporter.scraper import VllmScraper, sleep_until
+from controller.exporter.signals import SloThresholds
+from controller.exporter.tracker import EngineTracker
+from controller.settings import ExporterSettings, parse_listen
+
+log = logging.getLogger("fleetslo.exporter")
+
+
+class Sidecar:
+    """One sidecar: scrape vLLM every interval, serve what was derived."""
+
+    def __init__(self, settings: ExporterSettings, wall_clock: Callable[[], float] = time.time) -> None:
+        self.settings = settings
+        self.wall_clock = wall_clock
+        self.tracker = EngineTracker(settings.ring_size, settings.interval)
+        slo = SloThresholds(ttft=settings.slo_ttft, tpot=settings.slo_tpot)
+        self.collector = EngineCollector(self.tracker, settings.windows, slo, settings.vllm_url)
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(self.collector)
+        self.scrapes_attempted = 0
+        self._scraper: VllmScraper | None = None
+        self._runner: web.AppRunner | None = None
+        self.port: int | None = None
+
+    def add_collector(self, collector: Collector) -> None:
+        """Serve another collector's families on the same ``/metrics`` (GPU, gate)."""
+        self.registry.register(collector)
+
+    async def scrape_once(self) -> None:
+        """One scrape, recorded as a success or a classified failure."""
+        assert self._scraper is not None, "start() first"
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        try:
+            models = await self._scraper.scrape()
+        except EngineScrapeError as exc:
+            self.tracker.record_failure(loop.time(), loop.time() - started, exc)
+            log.warning("scrape failed: %s", exc)
+        else:
+            self.tracker.record_success(loop.time(), loop.time() - started, models, wall=self.wall_clock())
+        self.scrapes_attempted += 1
+
+    async def scrape_forever(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_at = loop.time()
+        while True:
+            await self.scrape_once()
+            next_at += self.settings.interval
+            # After a long stall, skip the missed ticks rather than firing them in a burst.
+            next_at = max(next_at, loop.time())
+            await sleep_until(loop, next_at)
+
+    async def start(self, session: aiohttp.ClientSession) -> None:
+        """Bind the HTTP listener (port 0 picks a free port, see ``self.port``)."""
+        self._scraper = VllmScraper(self.settings.vllm_url, self.settings.scrape_timeout, session)
+        app = web.Application()
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/readyz", self._readyz)
+        app.router.add_get("/vllm/metrics", self._raw)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        host, port = parse_listen(self.settings.listen)
+        site = web.TCPSite(self._runner, host, port)
+        await site.start()
+        addresses = self._runner.addresses
+        self.port = int(addresses[0][1]) if addresses else port
+        log.info("serving on %s:%s, scraping %s every %gs", host, self.port, self.settings.vllm_url,
+                 self.settings.interval)  # fmt: skip
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _metrics(self, _: web.Request) -> web.Response:
+        body = generate_latest(self.registry)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+    async def _healthz(self, _: web.Request) -> web.Response:
+        return web.Response(text="ok\n")
+
+    async def _readyz(self, _: web.Request) -> web.Response:
+        # Ready once the first scrape was attempted: the sidecar's job is to report, and it
+        # reports a down engine as faithfully as an up one.
+        if self.scrapes_attempted == 0:
+            return web.Response(status=503, text="starting\n")
+        state = "up" if self.tracker.up else f"engine down ({self.tracker.last_error})"
+        return web.Response(text=f"ready; {state}\n")
+
+    async def _raw(self, _: web.Request) -> web.Response:
+        page = self._scraper.last_page if self._scraper else None
+        if not self.tracker.up or page is None:
+            return web.Response(status=503, text=f"engine down: {self.tracker.last_error}\n")
+        return web.Response(text=page, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+async def serve(settings: ExporterSettings, stop: asyncio.Event | None = None) -> None:
+    """Run a sidecar until ``stop`` is set (or forever)."""
+    stop = stop or asyncio.Event()
+    sidecar = Sidecar(settings)
+    async with aiohttp.ClientSession() as session:
+        await sidecar.start(session)
+        bridge = None
+        if settings.otlp_endpoint:
+            from controller.exporter.otlp import OtlpBridge
+
+            bridge = OtlpBridge(settings.otlp_endpoint, settings.otlp_interval, sidecar.collector)
+            bridge.start()
+        scraping = asyncio.create_task(sidecar.scrape_forever())
+        try:
+            await stop.wait()
+        finally:
+            scraping.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await scraping
+            if bridge is not None:
+                bridge.shutdown()
+            await sidecar.stop()
+
+
+def run_exporter(settings: ExporterSettings) -> int:
+    """Entry point of ``fleetslo exporter``: serve until SIGTERM or SIGINT, then exit 0."""
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await serve(settings, stop)
+
+    asyncio.run(main())
+    return 0

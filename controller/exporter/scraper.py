@@ -1,0 +1,69 @@
+"""Reads a vLLM server's ``/metrics`` page and classifies every way that can fail.
+
+Asks for text format 0.0.4 so metric names keep their colons (prometheus-client >= 0.23 escapes
+them to underscores when asked for OpenMetrics; client_python #1177). Each failure becomes an
+``EngineScrapeError`` whose ``reason`` is one of a small fixed set, which is the ``reason`` label
+of the error counter. Parsing happens here too: an answer that is not vLLM metrics is a failed
+scrape, not an empty success.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+
+from controller.errors import EngineScrapeError, ExpositionError
+from controller.metrics.exposition import parse_vllm
+from controller.model import EngineSnapshot
+
+ACCEPT = "text/plain; version=0.0.4; charset=utf-8"
+MAX_PAGE_BYTES = 64 * 1024 * 1024
+
+
+class VllmScraper:
+    """Fetches and parses one vLLM ``/metrics`` page per call."""
+
+    def __init__(self, base_url: str, timeout: float, session: aiohttp.ClientSession) -> None:
+        self.url = base_url.rstrip("/") + "/metrics"
+        self.timeout = aiohttp.ClientTimeout(total=timeout)
+        self.session = session
+        #: The text of the last page read successfully (served raw for the controller's direct source).
+        self.last_page: str | None = None
+
+    async def scrape(self) -> dict[str, EngineSnapshot]:
+        text = await self._fetch()
+        try:
+            models = parse_vllm(text)
+        except ExpositionError as exc:
+            raise EngineScrapeError(f"{self.url}: {exc}", "parse") from exc
+        if not models:
+            raise EngineScrapeError(f"{self.url}: the page has no vLLM metrics", "no_vllm_metrics")
+        self.last_page = text
+        return models
+
+    async def _fetch(self) -> str:
+        try:
+            async with self.session.get(self.url, headers={"Accept": ACCEPT}, timeout=self.timeout) as resp:
+                if resp.status != 200:
+                    raise EngineScrapeError(f"{self.url}: HTTP {resp.status}", "http_status")
+                body = await resp.content.read(MAX_PAGE_BYTES + 1)
+        except TimeoutError as exc:
+            raise EngineScrapeError(
+                f"{self.url}: no answer within {self.timeout.total:g}s", "timeout"
+            ) from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise EngineScrapeError(f"{self.url}: {type(exc).__name__}: {exc}", "connect") from exc
+        if len(body) > MAX_PAGE_BYTES:
+            raise EngineScrapeError(f"{self.url}: page larger than {MAX_PAGE_BYTES} bytes", "parse")
+        try:
+            return body.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise EngineScrapeError(f"{self.url}: page is not UTF-8 text", "parse") from exc
+
+
+async def sleep_until(loop: asyncio.AbstractEventLoop, deadline: float) -> None:
+    """Sleep until the loop's monotonic clock reaches ``deadline`` (no drift across ticks)."""
+    delay = deadline - loop.time()
+    if delay > 0:
+        await asyncio.sleep(delay)
