@@ -63,13 +63,13 @@ def parse_vllm(text: str) -> dict[str, EngineSnapshot]:
 
 def _take(line: str, models: dict[str, _ModelParts]) -> None:
     """Route one sample line into the family it belongs to, if it is one we use."""
-    name, labels_text, rest = _split(line)
-    bare = cv.strip_vllm_prefix(name)
+    bare = cv.strip_vllm_prefix(_name_of(line))
     if bare is None:
         return
     kind, family, suffix = _classify(bare)
     if kind is None:
         return
+    _, labels_text, rest = _split(line)
     labels = _labels(labels_text)
     value = _value(rest)
     parts = models[labels.get(cv.MODEL_LABEL, "")]
@@ -113,6 +113,16 @@ def _classify(bare: str) -> tuple[str | None, str, str]:
     if family in cv.GAUGE_NAMES:
         return "gauge", family, ""
     return None, family, ""
+
+
+def _name_of(line: str) -> str:
+    """The metric name: everything up to the label block or the first space."""
+    end = len(line)
+    for stop in ("{", " "):
+        found = line.find(stop)
+        if 0 <= found < end:
+            end = found
+    return line[:end]
 
 
 def _split(line: str) -> tuple[str, str, str]:

@@ -125,6 +125,9 @@ def quantile(q: float, h: BucketHistogram | None) -> float | None:
         start = h.bounds[b - 1]
         count -= counts[b - 1]
         rank -= counts[b - 1]
+    if count == 0:
+        # Only q == 0 over an empty first bucket gets here: PromQL computes 0/0 and returns NaN.
+        return None
     return start + (end - start) * (rank / count)
 
 
