@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -135,7 +137,11 @@ def test_a_malformed_line_in_a_family_we_use_is_an_error_naming_the_line() -> No
 
 
 def test_lines_of_families_we_do_not_use_are_skipped_even_when_malformed() -> None:
-    page = 'vllm:cache_config_info{weird stuff\nhttp_requests_total{{{ x\nvllm:num_requests_running{model_name="m"} 1\n'
+    page = (
+        "vllm:cache_config_info{weird stuff\n"
+        "http_requests_total{{{ x\n"
+        'vllm:num_requests_running{model_name="m"} 1\n'
+    )
     assert parse_vllm(page)["m"].gauge(cv.Gauge.RUNNING) == 1
 
 
@@ -147,10 +153,8 @@ def test_a_page_without_vllm_series_is_empty() -> None:
 @settings(max_examples=300)
 @given(st.text())
 def test_the_parser_never_fails_with_anything_but_an_exposition_error(text: str) -> None:
-    try:
+    with contextlib.suppress(ExpositionError):
         parse_vllm(text)
-    except ExpositionError:
-        pass
 
 
 vllm_lines = st.builds(
@@ -172,7 +176,5 @@ vllm_lines = st.builds(
 @settings(max_examples=300)
 @given(st.lists(vllm_lines, max_size=20))
 def test_vllm_looking_lines_either_parse_or_raise_exposition_error(lines: list[str]) -> None:
-    try:
+    with contextlib.suppress(ExpositionError):
         parse_vllm("\n".join(lines))
-    except ExpositionError:
-        pass
