@@ -1,0 +1,81 @@
+"""Assembling GPU telemetry for the sidecar: settings in, a started sampler and its collector out.
+
+This is the one entry point the exporter calls (``build_gpu_telemetry``), so the exporter knows
+nothing of backends, selection or PodResources. Building never touches a GPU; the first read
+happens on the sampler's thread after ``start()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+
+from controller.gpu.amdsmi_cli import AmdSmiCliReader
+from controller.gpu.amdsmi_lib import AmdSmiLibReader
+from controller.gpu.attribution import resolve
+from controller.gpu.collector import GpuCollector
+from controller.gpu.efficiency import TokenWindow
+from controller.gpu.nvml import NvmlReader
+from controller.gpu.podresources import pod_selection
+from controller.gpu.reader import AUTO_ORDER, Backend, GpuReader
+from controller.gpu.rocm_smi import RocmSmiReader
+from controller.gpu.sampler import GpuSampler
+from controller.gpu.settings import GpuSettings
+from controller.gpu.sysfs import SysfsReader
+
+
+@dataclass(frozen=True, slots=True)
+class GpuTelemetry:
+    """A sampler (call ``start``/``stop``) and the collector to register on ``/metrics``."""
+
+    sampler: GpuSampler
+    collector: GpuCollector
+
+    def start(self) -> None:
+        self.sampler.start()
+
+    def stop(self) -> None:
+        self.sampler.stop()
+
+
+def make_reader(backend: Backend, settings: GpuSettings) -> GpuReader:
+    """One backend's reader, configured; ``auto`` and ``none`` are not readers."""
+    timeout = settings.command_timeout
+    factories: dict[Backend, Callable[[], GpuReader]] = {
+        Backend.AMDSMI: AmdSmiLibReader,
+        Backend.AMD_SMI: partial(AmdSmiCliReader, timeout=timeout),
+        Backend.SYSFS: partial(SysfsReader, settings.sysfs_root),
+        Backend.ROCM_SMI: partial(RocmSmiReader, timeout=timeout),
+        Backend.NVML: NvmlReader,
+    }
+    if backend not in factories:
+        raise ValueError(f"{backend} is not a single backend")
+    return factories[backend]()
+
+
+def build_gpu_telemetry(
+    settings: GpuSettings,
+    windows: Sequence[float],
+    tokens: Callable[[], Sequence[TokenWindow]] | None = None,
+) -> GpuTelemetry | None:
+    """The sampler and collector for ``settings`` (not started); ``None`` for ``--gpu-backend none``.
+
+    ``windows`` are the exporter's windows (the efficiency history must cover the longest);
+    ``tokens`` returns generated tokens per model and window, for the efficiency signals.
+    """
+    if settings.backend is Backend.NONE:
+        return None
+    order = AUTO_ORDER if settings.backend is Backend.AUTO else (settings.backend,)
+    selection = resolve(settings.gpus, settings.rocr_visible_devices, settings.hip_visible_devices,
+                        settings.cuda_visible_devices)  # fmt: skip
+    sampler = GpuSampler(
+        [make_reader(b, settings) for b in order],
+        interval=settings.interval,
+        history=max(windows, default=0.0),
+        selection=selection,
+        pod_lookup=partial(
+            pod_selection, settings.pod_resources_socket, settings.pod_namespace, settings.pod_name
+        ),
+    )
+    return GpuTelemetry(sampler, GpuCollector(sampler, settings.stale_after, tokens))
