@@ -33,9 +33,15 @@ log = logging.getLogger("fleetslo.exporter")
 class Sidecar:
     """One sidecar: scrape vLLM every interval, serve what was derived."""
 
-    def __init__(self, settings: ExporterSettings, wall_clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        settings: ExporterSettings,
+        wall_clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.settings = settings
         self.wall_clock = wall_clock
+        self.clock = clock
         self.tracker = EngineTracker(settings.ring_size, settings.interval)
         slo = SloThresholds(ttft=settings.slo_ttft, tpot=settings.slo_tpot)
         self.collector = EngineCollector(self.tracker, settings.windows, slo, settings.vllm_url)
@@ -53,15 +59,15 @@ class Sidecar:
     async def scrape_once(self) -> None:
         """One scrape, recorded as a success or a classified failure."""
         assert self._scraper is not None, "start() first"
-        loop = asyncio.get_running_loop()
-        started = loop.time()
+        started = time.perf_counter()
         try:
             models = await self._scraper.scrape()
         except EngineScrapeError as exc:
-            self.tracker.record_failure(loop.time(), loop.time() - started, exc)
+            self.tracker.record_failure(self.clock(), time.perf_counter() - started, exc)
             log.warning("scrape failed: %s", exc)
         else:
-            self.tracker.record_success(loop.time(), loop.time() - started, models, wall=self.wall_clock())
+            duration = time.perf_counter() - started
+            self.tracker.record_success(self.clock(), duration, models, wall=self.wall_clock())
         self.scrapes_attempted += 1
 
     async def scrape_forever(self) -> None:

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    InfoMetricFamily,
+    UnknownMetricFamily,
+)
 from prometheus_client.registry import Collector
 
 from controller import __version__
@@ -37,9 +42,10 @@ class EngineCollector(Collector):
         self.windows = tuple(windows)
         self.slo = slo
         self.vllm_url = vllm_url
-        self._known_models: tuple[str, ...] = ()
 
-    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily | InfoMetricFamily]:
+    def collect(
+        self,
+    ) -> Iterator[GaugeMetricFamily | CounterMetricFamily | InfoMetricFamily | UnknownMetricFamily]:
         yield from self._health()
         signals = self.tracker.signals(self.windows, self.slo)
         yield from self._latency(signals)
@@ -53,10 +59,8 @@ class EngineCollector(Collector):
 
     def _health(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily | InfoMetricFamily]:
         t = self.tracker
-        if t.latest:
-            self._known_models = tuple(sorted(t.latest))
         up = GaugeMetricFamily(cv.ENGINE_UP, "1 if the last scrape of vLLM succeeded", labels=[_M])
-        for model in self._known_models or ("",):
+        for model in t.known_models or ("",):
             up.add_metric([model], 1.0 if t.up else 0.0)
         yield up
         if t.last_duration is not None:
@@ -79,14 +83,16 @@ class EngineCollector(Collector):
             value={"version": __version__, "vllm_url": self.vllm_url},
         )
 
-    def _latency(self, signals: Sequence[WindowSignals]) -> Iterator[GaugeMetricFamily]:
+    def _latency(self, signals: Sequence[WindowSignals]) -> Iterator[UnknownMetricFamily]:
         specs = (
             (cv.TTFT_SECONDS, "Time to first token quantile over the window", "ttft"),
             (cv.ITL_SECONDS, "Inter-token latency quantile over the window", "itl"),
             (cv.TPOT_SECONDS, "Per-request time per output token quantile over the window", "tpot"),
         )
         for name, help_text, field in specs:
-            family = GaugeMetricFamily(name, help_text, labels=[_M, _Q, _W, cv.LABEL_SOURCE])
+            # Untyped, not gauge: a gauge may not carry a ``quantile`` label (promtool lint), and
+            # a summary would need cumulative _count/_sum per window that mean nothing here.
+            family = UnknownMetricFamily(name, help_text, labels=[_M, _Q, _W, cv.LABEL_SOURCE])
             for s in signals:
                 _add_quantiles(family, s, getattr(s, field))
             yield family
@@ -115,7 +121,7 @@ class EngineCollector(Collector):
 
     def _thresholds(self) -> Iterator[GaugeMetricFamily]:
         family = GaugeMetricFamily(cv.SLO_THRESHOLD_SECONDS, "Configured SLO threshold", labels=[_M, _S])
-        for model in self._known_models:
+        for model in self.tracker.known_models:
             for slo, value in ((cv.SloName.TTFT, self.slo.ttft), (cv.SloName.TPOT, self.slo.tpot)):
                 if value is not None:
                     family.add_metric([model, slo], value)
@@ -153,13 +159,15 @@ class EngineCollector(Collector):
             yield family
 
 
-def _add_quantiles(family: GaugeMetricFamily, s: WindowSignals, q: Quantiles) -> None:
+def _add_quantiles(family: UnknownMetricFamily, s: WindowSignals, q: Quantiles) -> None:
     for quantile in cv.QUANTILES:
         labels = [s.model_name, cv.quantile_label(quantile), cv.window_label(s.window), SOURCE_VLLM]
         _maybe(family, labels, q.at(quantile))
 
 
-def _maybe(family: GaugeMetricFamily, labels: Iterable[str], value: float | None) -> None:
+def _maybe(
+    family: GaugeMetricFamily | UnknownMetricFamily, labels: Iterable[str], value: float | None
+) -> None:
     """Add a sample only when the value exists: absent stays absent, never 0."""
     if value is not None:
         family.add_metric(list(labels), value)

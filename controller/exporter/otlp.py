@@ -33,14 +33,16 @@ def metrics_url(endpoint: str) -> str:
 class OtlpBridge:
     """Exports the collector's windowed signals to an OTLP/HTTP endpoint."""
 
-    def __init__(self, endpoint: str, interval: float, collector: EngineCollector) -> None:
+    def __init__(self, endpoint: str, interval: float, collector: EngineCollector, timeout: float = 10.0) -> None:
         self.endpoint = metrics_url(endpoint)
         self.interval = interval
+        #: Bounds each export including the SDK's retries, so a dead collector cannot pile up work.
+        self.timeout = timeout
         self.collector = collector
         self._provider: MeterProvider | None = None
 
     def start(self) -> None:
-        exporter = OTLPMetricExporter(endpoint=self.endpoint, timeout=10)
+        exporter = OTLPMetricExporter(endpoint=self.endpoint, timeout=self.timeout)
         reader = PeriodicExportingMetricReader(exporter, export_interval_millis=self.interval * 1000)
         resource = Resource.create({"service.name": "fleetslo-sidecar", "service.version": __version__})
         self._provider = MeterProvider(resource=resource, metric_readers=[reader])

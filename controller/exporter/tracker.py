@@ -33,6 +33,8 @@ class EngineTracker:
         self.last_error: str | None = None
         self.errors: Counter[str] = Counter()
         self.latest: Mapping[str, EngineSnapshot] = {}
+        #: Models seen on the last good page, kept through an outage so ``engine_up 0`` names them.
+        self.known_models: tuple[str, ...] = ()
         self._previous: tuple[float, Mapping[str, EngineSnapshot]] | None = None
 
     def record_success(
@@ -55,6 +57,7 @@ class EngineTracker:
         self.ring.append(at, totals)
         self._previous = (at, models)
         self.latest = models
+        self.known_models = tuple(sorted(models))
         self.up, self.last_duration, self.last_error = True, duration, None
         self.last_success_at = at if wall is None else wall
 

@@ -1,0 +1,107 @@
+"""The OTLP bridge pushes the same signals as /metrics to a real OTLP/HTTP receiver (protobuf)."""
+
+from __future__ import annotations
+
+import gzip
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
+
+from controller import conventions as cv
+from controller.exporter.collector import EngineCollector
+from controller.exporter.otlp import OtlpBridge, metrics_url
+from controller.exporter.signals import SloThresholds
+from controller.exporter.tracker import EngineTracker
+from controller.metrics.exposition import parse_vllm
+from controller.testing import grow_capture
+from tests.support import AFTER_LOAD, capture
+
+
+class Receiver:
+    """A minimal OTLP/HTTP metrics receiver that keeps every decoded request."""
+
+    def __init__(self) -> None:
+        self.requests: list[ExportMetricsServiceRequest] = []
+        self.paths: list[str] = []
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                if self.headers.get("Content-Encoding") == "gzip":
+                    body = gzip.decompress(body)
+                message = ExportMetricsServiceRequest()
+                message.ParseFromString(body)
+                receiver.requests.append(message)
+                receiver.paths.append(self.path)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *_: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def points(self) -> dict[str, list[tuple[dict[str, str], float]]]:
+        out: dict[str, list[tuple[dict[str, str], float]]] = {}
+        for request in self.requests[:1]:
+            for rm in request.resource_metrics:
+                for sm in rm.scope_metrics:
+                    for metric in sm.metrics:
+                        for p in metric.gauge.data_points:
+                            attrs = {a.key: a.value.string_value for a in p.attributes}
+                            out.setdefault(metric.name, []).append((attrs, p.as_double))
+        return out
+
+
+def collector() -> EngineCollector:
+    tracker = EngineTracker(ring_size=50, interval=5.0)
+    text = capture(AFTER_LOAD)
+    for i in range(13):
+        tracker.record_success(5.0 * i, 0.01, parse_vllm(grow_capture(text, 1 + i)))
+    return EngineCollector(tracker, [60.0], SloThresholds(ttft=2.5, tpot=0.05), "http://vllm")
+
+
+def test_metrics_url_appends_the_otlp_path_once() -> None:
+    assert metrics_url("http://c:4318") == "http://c:4318/v1/metrics"
+    assert metrics_url("http://c:4318/v1/metrics/") == "http://c:4318/v1/metrics"
+
+
+def test_the_bridge_pushes_quantiles_attainment_rates_and_engine_up() -> None:
+    receiver = Receiver()
+    bridge = OtlpBridge(receiver.url, 3600.0, collector())
+    bridge.start()
+    try:
+        assert bridge.force_flush()
+    finally:
+        bridge.shutdown()
+        receiver.server.shutdown()
+        receiver.server.server_close()
+    assert set(receiver.paths) == {"/v1/metrics"}
+    points = receiver.points()
+    ttft = {(a["quantile"], a["window"]): v for a, v in points[cv.TTFT_SECONDS]}
+    assert ttft[("0.9", "1m")] == pytest.approx(5.03125)
+    attainment = {a["slo"]: v for a, v in points[cv.SLO_ATTAINMENT]}
+    assert attainment["tpot"] == 1.0 and attainment["ttft"] == pytest.approx(55 / 79)
+    assert points[cv.REQUESTS_PER_SECOND][0][1] == pytest.approx(79 / 5)
+    assert points[cv.ENGINE_UP] == [({"model_name": "tiny-llama"}, 1.0)]
+    resource = receiver.requests[0].resource_metrics[0].resource
+    assert {a.key: a.value.string_value for a in resource.attributes}["service.name"] == "fleetslo-sidecar"
+
+
+def test_a_down_collector_endpoint_does_not_raise_into_the_sidecar() -> None:
+    bridge = OtlpBridge("http://127.0.0.1:9", 3600.0, collector(), timeout=1.0)
+    bridge.start()
+    try:
+        assert bridge.force_flush() in (True, False)
+    finally:
+        bridge.shutdown()

@@ -1,0 +1,59 @@
+"""The command line: help, version, and bad input exiting 2 with a message that names the problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from controller import __version__
+from controller.cli import main
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out.strip() == f"fleetslo {__version__}"
+
+
+def test_help_lists_the_subcommands(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "exporter" in capsys.readouterr().out
+
+
+def test_no_subcommand_prints_help_and_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert "usage:" in capsys.readouterr().out
+
+
+def test_a_bad_flag_value_exits_2_naming_key_and_value(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["exporter", "--interval", "fast"]) == 2
+    err = capsys.readouterr().err
+    assert "interval" in err and "fast" in err
+
+
+def test_a_broken_config_file_exits_2_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "sidecar.yaml"
+    bad.write_text("windows: [1m\n")
+    assert main(["exporter", "--config", str(bad)]) == 2
+    assert "sidecar.yaml: not valid YAML" in capsys.readouterr().err
+    missing = tmp_path / "nope.yaml"
+    assert main(["exporter", "--config", str(missing)]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_config_file_values_are_validated_and_flags_override_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "sidecar.yaml"
+    config.write_text("slo-ttft: 2s\ninterval: 0\n")
+    assert main(["exporter", "--config", str(config)]) == 2
+    assert "interval" in capsys.readouterr().err
+    config.write_text("slo_ttft: 2s\ninterval: 0\nwindows: nonsense\n")
+    assert main(["exporter", "--config", str(config), "--interval", "5s"]) == 2
+    err = capsys.readouterr().err
+    assert "windows" in err and "interval" not in err.split("windows")[0].split(":", 1)[1]
