@@ -175,6 +175,7 @@ class Reason(StrEnum):
     CLAMPED_MAX = "TooManyReplicas"
     RATE_LIMITED = "ScaleRateLimited"
     STABILIZED = "ScaleDownStabilized"
+    UP_STABILIZED = "ScaleUpStabilized"
     COOLDOWN = "Cooldown"
 
 
