@@ -17,7 +17,9 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from controller import conventions as cv
 from controller.errors import ExpositionError
@@ -63,10 +65,7 @@ def parse_vllm(text: str) -> dict[str, EngineSnapshot]:
 
 def _take(line: str, models: dict[str, _ModelParts]) -> None:
     """Route one sample line into the family it belongs to, if it is one we use."""
-    bare = cv.strip_vllm_prefix(_name_of(line))
-    if bare is None:
-        return
-    kind, family, suffix = _classify(bare)
+    kind, family, suffix = _classify(_name_of(line))
     if kind is None:
         return
     _, labels_text, rest = _split(line)
@@ -86,7 +85,7 @@ def _take(line: str, models: dict[str, _ModelParts]) -> None:
         _take_histogram(parts.histograms[family][engine], suffix, labels, value)
 
 
-def _take_histogram(hist: _HistogramParts, suffix: str, labels: dict[str, str], value: float) -> None:
+def _take_histogram(hist: _HistogramParts, suffix: str, labels: Mapping[str, str], value: float) -> None:
     if suffix == "_bucket":
         if "le" not in labels:
             raise ValueError("bucket without an le label")
@@ -97,8 +96,15 @@ def _take_histogram(hist: _HistogramParts, suffix: str, labels: dict[str, str], 
     # ``_count`` equals the +Inf bucket on a valid page; the buckets are the source of truth.
 
 
-def _classify(bare: str) -> tuple[str | None, str, str]:
-    """(kind, canonical family, suffix) for a name without prefix; kind None if unused."""
+@lru_cache(maxsize=4096)
+def _classify(name: str) -> tuple[str | None, str, str]:
+    """(kind, canonical family, suffix) for a metric name; kind None if it is not one we use.
+
+    Memoized: a page repeats a few hundred names thousands of times, scrape after scrape.
+    """
+    bare = cv.strip_vllm_prefix(name)
+    if bare is None:
+        return None, "", ""
     for suffix in _HIST_SUFFIXES:
         if bare.endswith(suffix):
             family = cv.canonical_vllm_name(bare[: -len(suffix)])
@@ -137,7 +143,9 @@ def _split(line: str) -> tuple[str, str, str]:
     return line[:brace].rstrip(), line[brace + 1 : close], line[close + 1 :]
 
 
-def _labels(text: str) -> dict[str, str]:
+@lru_cache(maxsize=16384)
+def _labels(text: str) -> Mapping[str, str]:
+    """Label block text to a mapping. Memoized (read-only result): series repeat every scrape."""
     labels: dict[str, str] = {}
     pos, end = 0, len(text.rstrip())
     while pos < end:
