@@ -49,6 +49,14 @@ class GpuReport:
     errors: Mapping[str, int] = field(default_factory=dict)
 
 
+def _probe(candidate: GpuReader) -> str | None:
+    """``None`` if the backend returns GPUs, else why not."""
+    try:
+        return None if candidate.read() else "no GPUs"
+    except Exception as exc:  # detection tries everything; any failure means "next"
+        return str(getattr(exc, "reason", type(exc).__name__))
+
+
 class GpuSampler:
     """Owns the reader; ``sample_once`` is the whole tick, ``start`` runs it on a thread."""
 
@@ -134,16 +142,13 @@ class GpuSampler:
         """The first candidate that returns GPUs; logged once, with why the others were passed over."""
         passed: list[str] = []
         for candidate in self._candidates:
-            try:
-                if candidate.read():
-                    self._reader = candidate
-                    log.info(
-                        "gpu: using backend %s (auto; %s)", candidate.backend, "; ".join(passed) or "first"
-                    )
-                    return candidate
-            except Exception as exc:  # detection tries everything; any failure means "next"
-                passed.append(f"{candidate.backend}: {getattr(exc, 'reason', 'error')}")
-                candidate.close()
+            why = _probe(candidate)
+            if why is None:
+                self._reader = candidate
+                log.info("gpu: using backend %s (auto; %s)", candidate.backend, "; ".join(passed) or "first")
+                return candidate
+            passed.append(f"{candidate.backend}: {why}")
+            candidate.close()
         raise GpuUnavailable("gpu: no backend found (" + "; ".join(passed) + ")", "no_backend")
 
     def _resolve_selection(self) -> GpuSelection:
