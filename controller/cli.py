@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from controller import __version__
+from controller import __version__, logs
 from controller.errors import ConfigError
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
@@ -75,14 +75,6 @@ def merged_options(args: argparse.Namespace, keys: Sequence[str]) -> dict[str, A
     return options
 
 
-def _configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format='{"ts":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":%(message)r}',
-        stream=sys.stderr,
-    )
-
-
 # --------------------------------------------------------------------------------------------
 # fleetslo exporter
 # --------------------------------------------------------------------------------------------
@@ -114,9 +106,44 @@ def _run_exporter(args: argparse.Namespace) -> int:
     return run_exporter(settings)
 
 
+# --------------------------------------------------------------------------------------------
+# fleetslo fake-vllm
+# --------------------------------------------------------------------------------------------
+
+
+def _configure_fake_vllm(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--capture", required=True, help="a real vLLM /metrics capture to replay")
+    p.add_argument("--listen", default="127.0.0.1:8000", help="address to serve /metrics on")
+    p.add_argument("--rps", type=float, default=10.0, help="finished requests per second to show")
+
+
+def _run_fake_vllm(args: argparse.Namespace) -> int:
+    import signal
+    import threading
+
+    from controller.settings import parse_listen
+    from controller.testing import FakeVllmServer, replay_page
+
+    try:
+        host, port = parse_listen(args.listen)
+        text = Path(args.capture).read_text(encoding="utf-8")
+    except (ValueError, OSError) as exc:
+        raise ConfigError(str(exc)) from exc
+    if args.rps < 0:
+        raise ConfigError(f"--rps must be >= 0 (got {args.rps})")
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    with FakeVllmServer(replay_page(text, args.rps), host=host, port=port) as fake:
+        log.info("replaying %s on %s at %g requests/s", args.capture, fake.url, args.rps)
+        stop.wait()
+    return EXIT_OK
+
+
 COMMANDS: list[Command] = [
     Command("exporter", "sidecar: scrape vLLM, publish latency quantiles and SLO attainment",
             _configure_exporter, _run_exporter),
+    Command("fake-vllm", "serve a recorded vLLM /metrics capture as a live, growing page (try-outs, tests)",
+            _configure_fake_vllm, _run_fake_vllm),
 ]  # fmt: skip
 
 
@@ -146,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "_run", None):
         parser.print_help()
         return EXIT_USAGE
-    _configure_logging(args.log_level)
+    logs.configure(args.log_level)
     try:
         return int(args._run(args))
     except ConfigError as exc:

@@ -57,3 +57,8 @@ def test_config_file_values_are_validated_and_flags_override_them(
     assert main(["exporter", "--config", str(config), "--interval", "5s"]) == 2
     err = capsys.readouterr().err
     assert "windows" in err and "interval" not in err.split("windows")[0].split(":", 1)[1]
+
+
+def test_fake_vllm_with_a_missing_capture_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fake-vllm", "--capture", "/nonexistent/capture.txt"]) == 2
+    assert "No such file" in capsys.readouterr().err
