@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -96,14 +97,51 @@ def _configure_exporter(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slo-tpot", dest="slo_tpot", help="TPOT threshold for SLO attainment, e.g. 50ms")
     p.add_argument("--otlp-endpoint", dest="otlp_endpoint", help="also push signals over OTLP/HTTP here")
     p.add_argument("--otlp-interval", dest="otlp_interval", help="OTLP export interval (default 15s)")
+    p.add_argument(
+        "--gpu-backend",
+        dest="gpu_backend",
+        choices=["auto", "amdsmi", "amd-smi", "sysfs", "rocm-smi", "nvml", "none"],
+        help="where GPU telemetry comes from (default auto: the first that finds GPUs)",
+    )
+    p.add_argument(
+        "--gpus",
+        help="GPUs of this replica: 0,1,2,3 or UUIDs or PCI addresses, or 'all' "
+        "(default: HIP/ROCR/CUDA_VISIBLE_DEVICES, else the kubelet PodResources socket, else all)",
+    )
+    p.add_argument("--sysfs-root", dest="sysfs_root", help="where the host's /sys is mounted (default /sys)")
+    p.add_argument("--gpu-interval", dest="gpu_interval", help="how often GPUs are read (default 5s)")
+    p.add_argument(
+        "--gpu-timeout",
+        dest="gpu_timeout",
+        help="timeout of one amd-smi/rocm-smi call (default: the GPU interval, at most 10s)",
+    )
+
+
+#: GPU flags (and config keys) -> GpuSettings fields.
+_GPU_KEYS = {"gpu_backend": "backend", "gpus": "gpus", "sysfs_root": "sysfs_root", "gpu_interval": "interval",
+             "gpu_timeout": "timeout"}  # fmt: skip
+#: Environment the replica's GPUs and this pod's identity are read from -> GpuSettings fields.
+_GPU_ENV = {"HIP_VISIBLE_DEVICES": "hip_visible_devices", "ROCR_VISIBLE_DEVICES": "rocr_visible_devices",
+            "CUDA_VISIBLE_DEVICES": "cuda_visible_devices", "POD_NAME": "pod_name",
+            "POD_NAMESPACE": "pod_namespace"}  # fmt: skip
+
+
+def _gpu_options(options: dict[str, Any], environ: Mapping[str, str]) -> dict[str, Any]:
+    """Move the GPU keys out of the exporter options, and add the visible-devices environment."""
+    gpu = {field: options.pop(key) for key, field in _GPU_KEYS.items() if key in options}
+    gpu.update({field: environ[name] for name, field in _GPU_ENV.items() if name in environ})
+    return gpu
 
 
 def _run_exporter(args: argparse.Namespace) -> int:
     from controller.exporter.app import run_exporter
+    from controller.gpu.settings import GpuSettings
     from controller.settings import ExporterSettings, load
 
-    settings = load(ExporterSettings, merged_options(args, _EXPORTER_KEYS), "exporter settings")
-    return run_exporter(settings)
+    options = merged_options(args, (*_EXPORTER_KEYS, *_GPU_KEYS))
+    gpu = load(GpuSettings, _gpu_options(options, os.environ), "gpu settings")
+    settings = load(ExporterSettings, options, "exporter settings")
+    return run_exporter(settings, gpu)
 
 
 # --------------------------------------------------------------------------------------------

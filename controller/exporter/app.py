@@ -25,6 +25,8 @@ from controller.exporter.collector import EngineCollector
 from controller.exporter.scraper import VllmScraper, sleep_until
 from controller.exporter.signals import SloThresholds
 from controller.exporter.tracker import EngineTracker
+from controller.gpu.settings import GpuSettings
+from controller.gpu.telemetry import build_gpu_telemetry, tokens_from_signals
 from controller.settings import ExporterSettings, parse_listen
 
 log = logging.getLogger("fleetslo.exporter")
@@ -124,10 +126,18 @@ class Sidecar:
         return web.Response(text=page, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
 
-async def serve(settings: ExporterSettings, stop: asyncio.Event | None = None) -> None:
-    """Run a sidecar until ``stop`` is set (or forever)."""
+async def serve(
+    settings: ExporterSettings, stop: asyncio.Event | None = None, gpu: GpuSettings | None = None
+) -> None:
+    """Run a sidecar until ``stop`` is set (or forever); with ``gpu``, GPU telemetry beside it."""
     stop = stop or asyncio.Event()
     sidecar = Sidecar(settings)
+    telemetry = None
+    if gpu is not None:
+        tokens = tokens_from_signals(sidecar.collector.signals)
+        telemetry = build_gpu_telemetry(gpu, settings.windows, tokens)
+    if telemetry is not None:
+        sidecar.add_collector(telemetry.collector)
     async with aiohttp.ClientSession() as session:
         await sidecar.start(session)
         bridge = None
@@ -136,6 +146,8 @@ async def serve(settings: ExporterSettings, stop: asyncio.Event | None = None) -
 
             bridge = OtlpBridge(settings.otlp_endpoint, settings.otlp_interval, sidecar.collector)
             bridge.start()
+        if telemetry is not None:
+            telemetry.start()  # reads GPUs on its own thread: a hung GPU never stalls /metrics
         scraping = asyncio.create_task(sidecar.scrape_forever())
         try:
             await stop.wait()
@@ -145,10 +157,12 @@ async def serve(settings: ExporterSettings, stop: asyncio.Event | None = None) -
                 await scraping
             if bridge is not None:
                 bridge.shutdown()
+            if telemetry is not None:
+                telemetry.stop()
             await sidecar.stop()
 
 
-def run_exporter(settings: ExporterSettings) -> int:
+def run_exporter(settings: ExporterSettings, gpu: GpuSettings | None = None) -> int:
     """Entry point of ``fleetslo exporter``: serve until SIGTERM or SIGINT, then exit 0."""
 
     async def main() -> None:
@@ -156,7 +170,7 @@ def run_exporter(settings: ExporterSettings) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await serve(settings, stop)
+        await serve(settings, stop, gpu)
 
     asyncio.run(main())
     return 0

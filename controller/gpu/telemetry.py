@@ -7,9 +7,10 @@ happens on the sampler's thread after ``start()``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import Protocol
 
 from controller.gpu.amdsmi_cli import AmdSmiCliReader
 from controller.gpu.amdsmi_lib import AmdSmiLibReader
@@ -79,3 +80,34 @@ def build_gpu_telemetry(
         ),
     )
     return GpuTelemetry(sampler, GpuCollector(sampler, settings.stale_after, tokens))
+
+
+class TokenSignals(Protocol):
+    """What the vLLM side publishes per model and window (the exporter's ``WindowSignals``)."""
+
+    @property
+    def model_name(self) -> str: ...
+    @property
+    def window(self) -> float: ...
+    @property
+    def seconds(self) -> float: ...
+    @property
+    def generation_tokens_per_second(self) -> float | None: ...
+
+
+def tokens_from_signals(signals: Callable[[], Iterable[TokenSignals]]) -> Callable[[], list[TokenWindow]]:
+    """Adapt the exporter's windowed vLLM signals into the token windows the efficiency needs."""
+
+    def tokens() -> list[TokenWindow]:
+        return [
+            TokenWindow(
+                s.model_name, s.window, _increase(s.generation_tokens_per_second, s.seconds), s.seconds
+            )
+            for s in signals()
+        ]
+
+    return tokens
+
+
+def _increase(rate: float | None, seconds: float) -> float | None:
+    return None if rate is None else rate * seconds
