@@ -33,7 +33,9 @@ def metrics_url(endpoint: str) -> str:
 class OtlpBridge:
     """Exports the collector's windowed signals to an OTLP/HTTP endpoint."""
 
-    def __init__(self, endpoint: str, interval: float, collector: EngineCollector, timeout: float = 10.0) -> None:
+    def __init__(
+        self, endpoint: str, interval: float, collector: EngineCollector, timeout: float = 10.0
+    ) -> None:
         self.endpoint = metrics_url(endpoint)
         self.interval = interval
         #: Bounds each export including the SDK's retries, so a dead collector cannot pile up work.
