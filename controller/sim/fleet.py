@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
+from controller import conventions as cv
 from controller.metrics.window import SnapshotRing
 from controller.model import EngineSnapshot, ReplicaCounts
 from controller.sim.engine import Engine
@@ -56,12 +57,21 @@ class FleetConfig:
     #: Samples kept per replica; enough for the longest observation window.
     ring_size: int = 16
     buckets: Mapping[str, Sequence[float]] | None = None
+    #: Histogram families a scrape keeps (all of them when None). The observation reads TTFT,
+    #: ITL and TPOT only; the rest are recorded but left off scrapes to keep big fleets fast.
+    scrape_histograms: tuple[str, ...] | None = (
+        cv.Histogram.TTFT,
+        cv.Histogram.ITL,
+        cv.Histogram.TPOT,
+    )
 
 
 class Replica:
     """One replica's lifecycle and engine; the engine exists from the moment it is ready."""
 
-    __slots__ = ("engine", "gone_at", "ident", "pending", "phase", "ready_at", "requested_at", "ring")
+    __slots__ = (
+        "engine", "gone_at", "ident", "load", "load_seq", "pending", "phase", "ready_at", "requested_at", "ring",
+    )  # fmt: skip
 
     def __init__(self, ident: int, requested_at: float, ready_at: float) -> None:
         self.ident = ident
@@ -71,6 +81,8 @@ class Replica:
         self.gone_at: float | None = None
         self.engine: Engine | None = None
         self.pending = -1  # sequence number of this replica's live entry in the event heap
+        self.load = 0  # outstanding requests when its live router entry was pushed
+        self.load_seq = -1  # sequence number of that entry; -1 while it takes no requests
         self.ring: SnapshotRing[ReplicaSample] | None = None
 
     def outstanding(self) -> int:
@@ -90,6 +102,9 @@ class Fleet:
         self.starting: list[Replica] = []
         self.draining: list[Replica] = []
         self.events: list[tuple[float, int, Replica]] = []
+        #: The router's lazy min-heap of (outstanding, seq, replica); entries whose seq is not the
+        #: replica's ``load_seq`` are stale. Ties go to the replica whose load changed longest ago.
+        self.loads: list[tuple[int, int, Replica]] = []
         self.lifecycle: list[tuple[float, int, Replica]] = []
         self.router_queue: deque[SimRequest] = deque()
         self.rejected = 0
@@ -144,8 +159,9 @@ class Fleet:
         replica.phase = Phase.READY
         replica.ring = SnapshotRing(self.config.ring_size)
         # A fresh vLLM starts its counters at zero; this first sample anchors its first window.
-        replica.ring.append(now, ReplicaSample(now, metrics.snapshot(), 0.0))
+        replica.ring.append(now, ReplicaSample(now, self._snapshot(engine), 0.0))
         self.ready.append(replica)
+        self._track_load(replica, engine)
 
     def _remove_one(self, now: float) -> None:
         if self.starting:
@@ -158,6 +174,7 @@ class Fleet:
         replica = min(self.ready, key=Replica.outstanding)
         self.ready.remove(replica)
         replica.phase = Phase.DRAINING
+        replica.load_seq = -1
         self.draining.append(replica)
         self._retire_if_empty(replica, now)
 
@@ -182,10 +199,11 @@ class Fleet:
             else:
                 self.router_queue.append(req)
             return
-        replica = ready[0] if len(ready) == 1 else min(ready, key=Replica.outstanding)
+        replica = self._least_loaded()
         engine = replica.engine
         assert engine is not None
         engine.submit(req, now)
+        self._track_load(replica, engine)
         if engine.run_left == 0:
             if engine.start(now):
                 self._push(replica, engine)
@@ -194,6 +212,23 @@ class Fleet:
             engine.sync(now)
             engine.truncate()
             self._push(replica, engine)
+
+    def _least_loaded(self) -> Replica:
+        loads = self.loads
+        while loads[0][1] != loads[0][2].load_seq:
+            heapq.heappop(loads)
+        return loads[0][2]
+
+    def _track_load(self, replica: Replica, engine: Engine) -> None:
+        """Record a ready replica's new outstanding count in the router's heap."""
+        self._seq += 1
+        replica.load = engine.outstanding
+        replica.load_seq = self._seq
+        heapq.heappush(self.loads, (engine.outstanding, self._seq, replica))
+        if len(self.loads) > 8 * len(self.ready) + 64:
+            # Entries for loads that went down are stale and never surface: rebuild now and then.
+            self.loads = [(r.load, r.load_seq, r) for r in self.ready]
+            heapq.heapify(self.loads)
 
     def _reject(self, req: SimRequest) -> None:
         req.rejected = True
@@ -215,9 +250,13 @@ class Fleet:
         end, _, replica = heapq.heappop(self.events)
         engine = replica.engine
         assert engine is not None
-        if engine.complete():
+        busy = engine.complete()
+        if busy:
             self._push(replica, engine)
-        elif replica.phase is Phase.DRAINING:
+        if replica.load_seq >= 0:
+            if engine.outstanding != replica.load:
+                self._track_load(replica, engine)
+        elif not busy and replica.phase is Phase.DRAINING:
             self._retire_if_empty(replica, end)
 
     def set_limit(self, limit: int, now: float) -> None:
@@ -247,8 +286,11 @@ class Fleet:
             engine = replica.engine
             assert engine is not None and replica.ring is not None
             engine.sync(now)
-            sample = ReplicaSample(now, engine.refresh_gauges().snapshot(), engine.busy)
+            sample = ReplicaSample(now, self._snapshot(engine), engine.busy)
             replica.ring.append(now, sample)
+
+    def _snapshot(self, engine: Engine) -> EngineSnapshot:
+        return engine.refresh_gauges().snapshot(self.config.scrape_histograms)
 
     def histories(self, now: float, window: float) -> list[SnapshotRing[ReplicaSample]]:
         """Sample histories that still matter for a window ending at ``now`` (gone ones too)."""

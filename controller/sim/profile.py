@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from controller.errors import ConfigError
 from controller.settings import load
 
-_PACKAGE = "controller.sim.profiles"
+_PACKAGE, _FOLDER = "controller.sim", "profiles"
 
 
 class _Frozen(BaseModel):
@@ -129,7 +129,7 @@ def profile_from_mapping(data: Mapping[str, Any], source: str) -> EngineProfile:
 
 def builtin_profiles() -> tuple[str, ...]:
     """Names of the packaged profiles."""
-    files = resources.files(_PACKAGE).iterdir()
+    files = resources.files(_PACKAGE).joinpath(_FOLDER).iterdir()
     return tuple(sorted(f.name.removesuffix(".yaml") for f in files if f.name.endswith(".yaml")))
 
 
@@ -138,5 +138,5 @@ def builtin_profile(name: str) -> EngineProfile:
     if name not in builtin_profiles():
         known = ", ".join(builtin_profiles())
         raise ConfigError(f"profile: unknown profile {name!r} (known: {known}; or give a YAML file)")
-    text = resources.files(_PACKAGE).joinpath(f"{name}.yaml").read_text(encoding="utf-8")
+    text = resources.files(_PACKAGE).joinpath(_FOLDER, f"{name}.yaml").read_text(encoding="utf-8")
     return profile_from_mapping(yaml.safe_load(text), f"profile {name}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from controller import conventions as cv
 from controller.metrics.histogram import BucketHistogram
@@ -148,8 +148,11 @@ class EngineMetrics:
             cv.Histogram.DECODE: self.decode, cv.Histogram.INFERENCE: self.inference,
         }  # fmt: skip
 
-    def snapshot(self) -> EngineSnapshot:
-        """The page as a scrape would parse it at this instant (one engine, label ``"0"``)."""
+    def snapshot(self, histograms: Iterable[str] | None = None) -> EngineSnapshot:
+        """The page as a scrape would parse it at this instant (one engine, label ``"0"``).
+
+        ``histograms`` limits which histogram families are included (all by default).
+        """
         key = (ENGINE, "")
         gauges: dict[str, dict[tuple[str, str], float]] = {
             cv.Gauge.RUNNING: {key: float(self.running)},
@@ -162,5 +165,7 @@ class EngineMetrics:
             cv.Counter.PREEMPTIONS: {key: float(self.preemptions)},
             cv.Counter.REQUEST_SUCCESS: {(ENGINE, "stop"): float(self.success)},
         }
-        histograms = {name: {ENGINE: h.cumulative()} for name, h in self.histograms().items()}
-        return EngineSnapshot(self.model_name, gauges, counters, histograms)
+        everything = self.histograms()
+        names = everything if histograms is None else histograms
+        families = {name: {ENGINE: everything[name].cumulative()} for name in names}
+        return EngineSnapshot(self.model_name, gauges, counters, families)
