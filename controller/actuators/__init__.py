@@ -1,1 +1,1 @@
-"""actuators"""
+"""Actuators: apply a decision to a target (Kubernetes scale, gate limits, engine args, local processes)."""

@@ -1,1 +1,1 @@
-"""sources"""
+"""Sources: build an ``Observation`` of a target from Prometheus or straight from its sidecars."""

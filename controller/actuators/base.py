@@ -1,0 +1,61 @@
+"""The actuator protocols: how the control loop reads a target's state and applies a decision.
+
+Replicas and the batch limit are separate knobs with separate mechanisms (the Kubernetes scale
+subresource; the gate's admin API or an engine-args rollout), so they are separate protocols. A
+``FleetActuator`` composes them and owns the order of operations (drain before scale-down). Wrappers
+(``DryRun``, ``Measured``) implement the same protocols around a real one.
+
+Errors are raised as ``controller.errors`` types (transient or permanent), never library exceptions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from controller.model import ReplicaCounts
+from controller.settings import Target
+
+
+@dataclass(frozen=True, slots=True)
+class ScaleState:
+    """What the platform says about a target's replicas right now."""
+
+    desired: int
+    counts: ReplicaCounts
+
+
+@dataclass(frozen=True, slots=True)
+class ActuationResult:
+    """What an actuator did: ``changed`` False when there was nothing to do (or dry-run)."""
+
+    changed: bool
+    message: str
+    dry_run: bool = False
+
+
+class ReplicaActuator(Protocol):
+    """Reads and sets a target's replica count."""
+
+    def read(self, target: Target) -> ScaleState: ...
+
+    def scale(self, target: Target, replicas: int) -> ActuationResult: ...
+
+
+class BatchLimitActuator(Protocol):
+    """Reads and sets the per-replica concurrent-sequence limit of a target."""
+
+    def read_limit(self, target: Target) -> int | None: ...
+
+    def set_limit(self, target: Target, limit: int) -> ActuationResult: ...
+
+
+class Drainer(Protocol):
+    """Prepares replicas for removal so no in-flight request is lost.
+
+    ``drain(target, count)`` stops admission on ``count`` replicas, waits (bounded) for their
+    in-flight requests to finish and marks them as the ones to remove first (for a Deployment:
+    the ``controller.kubernetes.io/pod-deletion-cost`` annotation). Returns how many are drained.
+    """
+
+    def drain(self, target: Target, count: int) -> int: ...
