@@ -59,3 +59,18 @@ class Drainer(Protocol):
     """
 
     def drain(self, target: Target, count: int) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class PodEndpoint:
+    """One pod of a target as the platform sees it: where to reach its sidecar and gate."""
+
+    name: str
+    ip: str
+    ready: bool
+
+
+class PodDirectory(Protocol):
+    """Lists a target's pods (the direct source scrapes them; the gate actuator talks to them)."""
+
+    def pods(self, target: Target) -> list[PodEndpoint]: ...
