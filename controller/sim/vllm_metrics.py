@@ -85,8 +85,7 @@ class Hist:
             return
         done = 0
         for b in range(lo, len(self.bounds)):
-            # steps i with first + step·i <= bound
-            upto = min(n, math.floor((self.bounds[b] - first) / step + 1e-9) + 1)
+            upto = _count_at_or_below(first, step, n, self.bounds[b])
             if upto > done:
                 self.counts[b] += (upto - done) * weight
                 done = upto
@@ -105,6 +104,16 @@ class Hist:
     def count_le(self, value: float) -> int:
         """Observations in buckets whose bound is ``<= value`` (tests use it)."""
         return sum(self.counts[: bisect_right(self.bounds, value)])
+
+
+def _count_at_or_below(first: float, step: float, n: int, bound: float) -> int:
+    """How many of ``first + step·i`` (``i < n``, ``step > 0``) are ``<= bound``, as floats compute them."""
+    k = min(n, max(0, math.floor((bound - first) / step) + 1))
+    while k > 0 and first + step * (k - 1) > bound:
+        k -= 1
+    while k < n and first + step * k <= bound:
+        k += 1
+    return k
 
 
 class EngineMetrics:

@@ -1,0 +1,87 @@
+"""``fleetslo simulate`` end to end on a small trace file: JSON, table, report, profile files, errors."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import yaml
+
+from controller.cli import EXIT_OK, EXIT_USAGE, main
+from controller.sim.profile import builtin_profile
+
+PROFILE = "mi300x-llama3.1-8b-fp8-tp1"
+
+
+@pytest.fixture
+def trace_file(tmp_path: Path) -> Path:
+    rng = random.Random(5)
+    t, lines = 0.0, ["arrival_s,input_tokens,output_tokens"]
+    while t < 600:
+        t += rng.expovariate(8.0)
+        lines.append(f"{t:.4f},{rng.randint(100, 2000)},{rng.randint(10, 300)}")
+    path = tmp_path / "trace.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_json_is_one_object_with_the_contract(trace_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["simulate", "--trace", str(trace_file), "--profile", PROFILE, "--json", "--seed", "3"])
+    out = capsys.readouterr()
+    assert code == EXIT_OK
+    result = json.loads(out.out)
+    assert result["policy"] == "static" and result["profile"] == PROFILE and result["trace"] == "trace.csv"
+    assert result["slo"] == {"ttft_s": 2.0, "tpot_s": 0.05, "quantile": 0.9}
+    assert result["completed"] + result["rejected"] + result["in_flight_at_end"] == result["requests"]
+    assert result["initial_replicas"] >= 1 and result["cold_start_s"] == 60.0
+    assert "simulating" not in out.err  # no progress bar with --json
+
+
+def test_compare_prints_one_table_and_writes_one_report(
+    trace_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "report.html"
+    args = ["simulate", "--trace", str(trace_file), "--profile", PROFILE, "--compare", "static,oracle"]
+    code = main([*args, "--report", str(report), "--cold-start", "30s", "--duration", "5m"])
+    assert code == EXIT_OK
+    table = capsys.readouterr().out
+    assert "static" in table and "oracle" in table and "windows met" in table
+    html = report.read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>") or "<html" in html[:200]
+
+
+def test_compare_json_holds_every_result(trace_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["simulate", "--trace", str(trace_file), "--profile", PROFILE, "--compare", "static,hpa-util"]
+    assert main([*args, "--json", "--initial-replicas", "2", "--rate-scale", "0.5"]) == EXIT_OK
+    payload = json.loads(capsys.readouterr().out)
+    assert [r["policy"] for r in payload["results"]] == ["static", "hpa-util"]
+    assert {r["initial_replicas"] for r in payload["results"]} == {2}
+
+
+def test_profile_from_a_yaml_file(
+    trace_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = builtin_profile(PROFILE).model_dump()
+    data["name"] = "my-gpu"
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    assert main(["simulate", "--trace", str(trace_file), "--profile", str(path), "--json"]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out)["profile"] == "my-gpu"
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--policy", "nope"], "unknown nope"),
+        (["--slo-ttft", "fast"], "--slo-ttft"),
+        (["--profile", "no-such-profile"], "unknown profile"),
+        (["--max-replicas", "0"], "replicas.max"),
+    ],
+)
+def test_bad_input_exits_2_naming_the_problem(
+    trace_file: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    assert main(["simulate", "--trace", str(trace_file), *flags]) == EXIT_USAGE
+    assert message in capsys.readouterr().err
