@@ -83,3 +83,61 @@ class GpuUnavailable(GpuReadError):
     Still a ``Transient`` subclass: a driver may finish loading after the sidecar starts, so the
     sampler keeps retrying at its interval rather than giving up.
     """
+
+
+# --- observing a target (the controller's sources) -------------------------------------------
+
+
+class SourceUnavailable(Transient):
+    """The metrics backend could not be reached or failed this time (connect, timeout, 5xx)."""
+
+    reason = "source_unavailable"
+
+
+class BadQuery(Permanent):
+    """The metrics backend refused a query (4xx): a wrong URL, selector or credentials."""
+
+    reason = "bad_query"
+
+
+# --- acting on a target (the Kubernetes API) -------------------------------------------------
+
+
+class NotFound(Permanent):
+    """The scaled object (or its scale subresource, or its resource type) does not exist."""
+
+    reason = "not_found"
+
+
+class Forbidden(Permanent):
+    """The API refused the call: missing RBAC, or bad credentials (401/403)."""
+
+    reason = "forbidden"
+
+
+class Invalid(Permanent):
+    """The API rejected the request body (400/422): a bug or a webhook policy, not a blip."""
+
+    reason = "invalid"
+
+
+class Conflict(Transient):
+    """Someone else changed the object first (409): read again and retry next tick."""
+
+    reason = "conflict"
+
+
+class RateLimited(Transient):
+    """The API asked us to slow down (429); ``retry_after`` is its hint in seconds, if any."""
+
+    reason = "rate_limited"
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class ApiUnavailable(Transient):
+    """The API server could not be reached or failed (connect error, timeout, 5xx)."""
+
+    reason = "api_unavailable"
