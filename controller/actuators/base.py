@@ -10,6 +10,7 @@ Errors are raised as ``controller.errors`` types (transient or permanent), never
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -53,12 +54,19 @@ class BatchLimitActuator(Protocol):
 class Drainer(Protocol):
     """Prepares replicas for removal so no in-flight request is lost.
 
-    ``drain(target, count)`` stops admission on ``count`` replicas, waits (bounded) for their
-    in-flight requests to finish and marks them as the ones to remove first (for a Deployment:
-    the ``controller.kubernetes.io/pod-deletion-cost`` annotation). Returns how many are drained.
+    ``drain(target, count)`` picks ``count`` of the target's ready replicas — the ones the workload
+    controller will remove: the highest ordinals of a StatefulSet or LeaderWorkerSet, the least busy
+    pods of a Deployment — stops admission on them, waits (bounded) for their in-flight requests
+    to finish and returns the names of the pods that are drained (possibly fewer than ``count``).
+    The ``FleetActuator`` then marks them for removal (for a Deployment: the
+    ``controller.kubernetes.io/pod-deletion-cost`` annotation) and scales down by that many.
+    ``resume(target, names)`` admits again on drained pods that are kept after all (the scale-down
+    failed, or the decision changed).
     """
 
-    def drain(self, target: Target, count: int) -> int: ...
+    def drain(self, target: Target, count: int) -> list[str]: ...
+
+    def resume(self, target: Target, names: Sequence[str]) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
