@@ -55,6 +55,7 @@ class Engine:
         self.limit = self.max_seqs if limit is None else max(1, min(limit, self.max_seqs))
         self.metrics = metrics
         self._noise = _noise_sampler(st.noise_cv, rng)
+        self.noisy = st.noise_cv > 0
         #: Forces runs of at most this many steps (the step-by-step reference in tests).
         self.max_run_steps = max_run_steps or _UNBOUNDED
         self.clock = 0.0  # end of the last applied step: the start of the next one
@@ -139,7 +140,9 @@ class Engine:
             free = self.kv_cap - self.ctx_base - self.n_dec * self.step - self.prefill_kv
             while free < self.n_dec and self.running:
                 free += self._preempt_last()
-            if self._schedule_prefill(free):
+            # Fast path: nothing to prefill and nobody admissible (the common case between arrivals).
+            admissible = self.waiting and len(self.running) < self.limit
+            if (self.prefilling or admissible) and self._schedule_prefill(free):
                 return True
             if self.n_dec:
                 self._plan_decode_run(free)
@@ -189,7 +192,7 @@ class Engine:
             + self.c_attn * attention
         )
         self.chunks = chunks
-        self.run_left, self.run_a, self.run_b = 1, a * self._noise(), 0.0
+        self.run_left, self.run_a, self.run_b = 1, a * self._noise() if self.noisy else a, 0.0
         self.run_end = self.clock + self.run_a
         return True
 
@@ -200,7 +203,7 @@ class Engine:
         steps = heap[0][0] - self.step
         steps = min(steps, free // self.n_dec, self.max_run_steps)
         n = self.n_dec
-        f = self._noise()
+        f = self._noise() if self.noisy else 1.0
         self.run_a = (self.c0 + self.c_seq * n + self.c_kv * (self.ctx_base + n * self.step)) * f
         self.run_b = self.c_kv * n * f
         self.run_left = steps
@@ -245,11 +248,13 @@ class Engine:
             if epoch == req.epoch:
                 self._finish_decoder(req, self.clock)
         chunks, self.chunks = self.chunks, []
+        completed = False
         for req, chunk in chunks:
             req.computed += chunk
             if req.computed >= req.target:
                 self._prefill_done(req)
-        if any(req.computed >= req.target for req, _ in chunks):
+                completed = True
+        if completed:
             self.prefilling = [r for r in self.prefilling if r.computed < r.target]
 
     def _prefill_done(self, req: SimRequest) -> None:

@@ -32,15 +32,6 @@ def exact_quantile(q: float, values: Sequence[float]) -> float | None:
     return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
 
 
-def request_meets(req: SimRequest, ttft_s: float, tpot_s: float) -> bool:
-    """Both objectives met by this one request (a one-token request has no TPOT to miss)."""
-    ttft = req.ttft
-    if ttft is None or ttft > ttft_s or req.finish is None:
-        return False
-    tpot = req.tpot
-    return tpot is None or tpot <= tpot_s
-
-
 def build_result(
     run: Run,
     *,
@@ -54,13 +45,18 @@ def build_result(
     ttft_s, tpot_s = spec.objectives.ttft.threshold, spec.objectives.tpot.threshold
     q = spec.objectives.ttft.quantile
     reqs = run.requests
-    windows = _windows(run, ttft_s, tpot_s, q)
+    ttfts, tpots = _latencies(reqs)
+    windows = _windows(run, ttfts, tpots, (ttft_s, tpot_s, q))
     judged = [w["met"] for w in windows if w["met"] is not None]
     completed = [r for r in reqs if r.finish is not None]
     tokens = sum(r.input_tokens + r.output_tokens for r in completed)
     replica_hours = run.replica_seconds / 3600
     cost = replica_hours * spec.cost.per_replica_hour
-    met = sum(1 for r in reqs if request_meets(r, ttft_s, tpot_s))
+    met = sum(
+        1
+        for r, ttft, tpot in zip(reqs, ttfts, tpots, strict=True)
+        if r.finish is not None and ttft <= ttft_s and (tpot is None or tpot <= tpot_s)
+    )
     result: dict[str, Any] = {
         "policy": policy,
         "trace": trace,
@@ -72,8 +68,8 @@ def build_result(
         "in_flight_at_end": run.in_flight,
         "window_attainment": sum(judged) / len(judged) if judged else None,
         "request_attainment": met / len(reqs) if reqs else None,
-        "p90_ttft_s": _finite(exact_quantile(q, [_ttft(r) for r in reqs])),
-        "p90_tpot_s": exact_quantile(q, _tpots(reqs)),
+        "p90_ttft_s": _finite(exact_quantile(q, ttfts)),
+        "p90_tpot_s": exact_quantile(q, [t for t in tpots if t is not None]),
         "replica_hours": replica_hours,
         "gpu_hours": replica_hours * spec.cost.gpus_per_replica,
         "cost_usd": cost,
@@ -101,13 +97,17 @@ def build_result(
     return result
 
 
-def _ttft(req: SimRequest) -> float:
-    ttft = req.ttft
-    return math.inf if ttft is None else ttft
-
-
-def _tpots(reqs: Sequence[SimRequest]) -> list[float]:
-    return [t for r in reqs if (t := r.tpot) is not None]
+def _latencies(reqs: Sequence[SimRequest]) -> tuple[list[float], list[float | None]]:
+    """Each request's exact TTFT (infinite without a first token) and TPOT (None if not judged)."""
+    ttfts: list[float] = []
+    tpots: list[float | None] = []
+    inf = math.inf
+    for r in reqs:
+        first, finish = r.first_token, r.finish
+        ttfts.append(inf if first is None else first - r.arrival)
+        n = r.output_tokens - 1
+        tpots.append(None if finish is None or first is None or n < 1 else (finish - first) / n)
+    return ttfts, tpots
 
 
 def _finite(value: float | None) -> float | None:
@@ -115,14 +115,24 @@ def _finite(value: float | None) -> float | None:
     return None if value is None or math.isinf(value) else value
 
 
-def _windows(run: Run, ttft_s: float, tpot_s: float, q: float) -> list[dict[str, Any]]:
+def _windows(
+    run: Run, ttfts: list[float], tpots: list[float | None], slo: tuple[float, float, float]
+) -> list[dict[str, Any]]:
     count = max(1, math.ceil(run.end / JUDGE_WINDOW_S))
-    by_window: list[list[SimRequest]] = [[] for _ in range(count)]
-    for r in run.requests:
-        by_window[min(count - 1, int(r.arrival // JUDGE_WINDOW_S))].append(r)
+    by_window: list[list[int]] = [[] for _ in range(count)]
+    for i, r in enumerate(run.requests):
+        by_window[min(count - 1, int(r.arrival // JUDGE_WINDOW_S))].append(i)
     samples = _samples_by_window(run.samples, count)
-    slo = (ttft_s, tpot_s, q)
-    return [_window(k, by_window[k], samples[k], slo) for k in range(count)]
+    return [
+        _window(
+            k,
+            [ttfts[i] for i in members],
+            [t for i in members if (t := tpots[i]) is not None],
+            samples[k],
+            slo,
+        )
+        for k, members in enumerate(by_window)
+    ]
 
 
 def _samples_by_window(samples: Sequence[FleetSample], count: int) -> list[list[FleetSample]]:
@@ -135,19 +145,23 @@ def _samples_by_window(samples: Sequence[FleetSample], count: int) -> list[list[
 
 
 def _window(
-    k: int, reqs: list[SimRequest], samples: list[FleetSample], slo: tuple[float, float, float]
+    k: int,
+    ttfts: list[float],
+    tpots: list[float],
+    samples: list[FleetSample],
+    slo: tuple[float, float, float],
 ) -> dict[str, Any]:
     ttft_s, tpot_s, q = slo
-    p90_ttft = exact_quantile(q, [_ttft(r) for r in reqs])
-    p90_tpot = exact_quantile(q, _tpots(reqs))
+    p90_ttft = exact_quantile(q, ttfts)
+    p90_tpot = exact_quantile(q, tpots)
     met = None
-    if reqs:
+    if ttfts:
         met = p90_ttft is not None and p90_ttft <= ttft_s and (p90_tpot is None or p90_tpot <= tpot_s)
     last = samples[-1] if samples else None
     return {
         "start_s": k * JUDGE_WINDOW_S,
-        "requests": len(reqs),
-        "arrival_rate": len(reqs) / JUDGE_WINDOW_S,
+        "requests": len(ttfts),
+        "arrival_rate": len(ttfts) / JUDGE_WINDOW_S,
         "p90_ttft_s": _finite(p90_ttft),
         "p90_tpot_s": p90_tpot,
         "met": met,

@@ -12,6 +12,7 @@ The runner drives; it must not decide (no policy logic here) and must not judge 
 
 from __future__ import annotations
 
+import heapq
 import math
 import random
 import time
@@ -144,10 +145,13 @@ class _Loop:
         """Process arrivals and engine events up to ``until`` (inclusive), earliest first."""
         fleet, requests = self.fleet, self.requests
         n, i = len(requests), self.index
-        route, next_event, run_event = fleet.route, fleet.next_event_at, fleet.run_next_event
+        route, run_event, events = fleet.route, fleet.run_next_event, fleet.events
         t_arrival = requests[i].arrival if i < n else math.inf
         while True:
-            t_event = next_event()
+            # fleet.next_event_at(), inlined: this loop runs a few times per simulated request
+            while events and events[0][1] != events[0][2].pending:
+                heapq.heappop(events)
+            t_event = events[0][0] if events else math.inf
             if t_event <= t_arrival:
                 if t_event > until:
                     break
