@@ -108,6 +108,7 @@ class Fleet:
         self.lifecycle: list[tuple[float, int, Replica]] = []
         self.router_queue: deque[SimRequest] = deque()
         self.rejected = 0
+        self.last_scrape: float | None = None
         self._seq = 0
         self._max_tokens = min(profile.max_model_len, profile.kv_capacity_tokens)
 
@@ -158,8 +159,11 @@ class Fleet:
         replica.engine = engine
         replica.phase = Phase.READY
         replica.ring = SnapshotRing(self.config.ring_size)
-        # A fresh vLLM starts its counters at zero; this first sample anchors its first window.
-        replica.ring.append(now, ReplicaSample(now, self._snapshot(engine), 0.0))
+        # A fresh vLLM starts its counters at zero; this first sample anchors its first window. It
+        # is stamped with the last scrape's time (its counters were zero then too), so that every
+        # serving replica's newest sample carries the same time and none looks stale or gone.
+        stamp = now if self.last_scrape is None else min(now, self.last_scrape)
+        replica.ring.append(stamp, ReplicaSample(stamp, self._snapshot(engine), 0.0))
         self.ready.append(replica)
         self._track_load(replica, engine)
 
@@ -282,6 +286,7 @@ class Fleet:
 
     def scrape(self, now: float) -> None:
         """Every serving replica's page as of ``now``, appended to its history."""
+        self.last_scrape = now
         for replica in self.serving():
             engine = replica.engine
             assert engine is not None and replica.ring is not None

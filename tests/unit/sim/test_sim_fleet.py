@@ -7,9 +7,10 @@ import random
 
 import pytest
 
+from controller.observation import build_observation
 from controller.sim.fleet import Fleet, FleetConfig, Phase
 from controller.sim.records import SimRequest
-from tests.unit.sim.sim_support import tiny_profile
+from tests.unit.sim.sim_support import spec_for, tiny_profile
 
 
 def fleet(ready: int = 1, **config: object) -> Fleet:
@@ -108,3 +109,19 @@ def test_batch_limit_applies_to_every_replica_and_newcomers() -> None:
     assert {r.engine.limit for r in f.ready if r.engine} == {3}
     f.set_limit(10_000, 100.0)
     assert f.limit == 64  # never above max_num_seqs
+
+
+def test_a_replica_ready_between_scrapes_does_not_make_the_others_look_stale() -> None:
+    f = fleet(2)
+    for i in range(4):
+        f.route(SimRequest(i, 0.0, 100, 20), 0.0)
+    drain_events(f, until=14.0)
+    f.scrape(15.0)
+    f.scale_to(3, 15.0)
+    f.promote_due(115.0)  # cold start 100 s: ready at 115 s, after the scrape at 15 s
+    obs = build_observation(
+        "t", 120.0, 60.0, histories=f.histories(120.0, 300.0), replicas=f.counts(), batch_limit=8,
+        spec=spec_for(tiny_profile()),
+    )  # fmt: skip
+    assert obs.replicas_reporting == 3
+    assert obs.running == 0.0 and obs.data_age == pytest.approx(105.0)
