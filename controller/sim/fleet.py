@@ -70,7 +70,8 @@ class Replica:
     """One replica's lifecycle and engine; the engine exists from the moment it is ready."""
 
     __slots__ = (
-        "engine", "gone_at", "ident", "load", "load_seq", "pending", "phase", "ready_at", "requested_at", "ring",
+        "engine", "gone_at", "ident", "load", "load_seq", "pending", "phase", "ready_at",
+        "requested_at", "ring",
     )  # fmt: skip
 
     def __init__(self, ident: int, requested_at: float, ready_at: float) -> None:

@@ -10,8 +10,8 @@
    before the minute begins and kept until it ends, so the planned count at time t is the largest
    need among the minutes that window covers. Dips shorter than a cold start are thus held through,
    which is also what is cheapest: a replica released and re-requested pays its cold start again.
-4. **Repair.** Replay the schedule; add 5% (at least one replica) to every minute that missed, and replay again
-   (a few rounds), keeping the best schedule: most minutes met, then fewest replica-hours.
+4. **Repair.** Replay the schedule; add 5% (at least one replica) to every minute that missed, and
+   replay again (a few rounds), keeping the best schedule: most minutes met, then fewest replica-hours.
 
 It plans offline with full knowledge; it must never be used as if it were a real-time policy.
 """
