@@ -168,6 +168,8 @@ CONTROLLER_BATCH_LIMIT: Final = "fleetslo_controller_batch_limit"
 CONTROLLER_TICK_DURATION: Final = "fleetslo_controller_tick_duration_seconds"
 CONTROLLER_ACTUATION_ERRORS: Final = "fleetslo_controller_actuation_errors"  # counter; _total
 CONTROLLER_LEADER: Final = "fleetslo_controller_leader"
+CONTROLLER_OBSERVE_ERRORS: Final = "fleetslo_controller_observe_errors"  # counter; _total
+CONTROLLER_ACTUATION_DURATION: Final = "fleetslo_controller_actuation_duration_seconds"
 
 # label keys
 LABEL_QUANTILE: Final = "quantile"
