@@ -115,6 +115,25 @@ def _configure_exporter(p: argparse.ArgumentParser) -> None:
         dest="gpu_timeout",
         help="timeout of one amd-smi/rocm-smi call (default: the GPU interval, at most 10s)",
     )
+    _configure_gate(p.add_argument_group("admission gate (optional; on with --gate-listen)"))
+
+
+#: The gate's flags: (flag, help); each flag's dest is its name with underscores.
+_GATE_FLAGS = (
+    ("--gate-listen", "serve vLLM's API through the gate here, e.g. 0.0.0.0:8080"),
+    ("--gate-upstream", "vLLM's API base URL (default: --vllm-url)"),
+    ("--gate-max-inflight", "requests in flight to vLLM at most (default: no limit until one is set)"),
+    ("--gate-max-queue", "requests waiting for a slot at most (default 1024)"),
+    ("--gate-queue-timeout", "longest wait for a slot, e.g. 30s (default 30s)"),
+    ("--gate-admin-listen", "admin API address (default 127.0.0.1:8081; off without --admin-token-file)"),
+    ("--admin-token-file", "file holding the admin API's bearer token (a mounted Secret)"),
+    ("--gate-max-body", "largest request body, e.g. 10MiB (default 10MiB)"),
+)
+
+
+def _configure_gate(g: argparse._ArgumentGroup) -> None:
+    for flag, help_text in _GATE_FLAGS:
+        g.add_argument(flag, dest=flag[2:].replace("-", "_"), help=help_text)
 
 
 #: GPU flags (and config keys) -> GpuSettings fields.
@@ -133,15 +152,57 @@ def _gpu_options(options: dict[str, Any], environ: Mapping[str, str]) -> dict[st
     return gpu
 
 
+#: Gate flags (and config keys) -> GateSettings fields; ``admin_token_file`` is read here.
+_GATE_KEYS = {"gate_listen": "listen", "gate_upstream": "upstream", "gate_max_inflight": "max_inflight",
+              "gate_max_queue": "max_queue", "gate_queue_timeout": "queue_timeout",
+              "gate_admin_listen": "admin_listen", "gate_max_body": "max_body"}  # fmt: skip
+
+
+def _gate_options(options: dict[str, Any]) -> dict[str, Any] | None:
+    """Move the gate keys out of the exporter options; ``None`` when the gate is off."""
+    given = [key for key in (*_GATE_KEYS, "admin_token_file") if key in options]
+    gate = {field: options.pop(key) for key, field in _GATE_KEYS.items() if key in options}
+    token_file = options.pop("admin_token_file", None)
+    if "listen" not in gate:
+        if given:
+            raise ConfigError(f"gate settings: {', '.join(given)} given without gate_listen (--gate-listen)")
+        return None
+    gate.setdefault("upstream", options.get("vllm_url", "http://127.0.0.1:8000"))
+    gate["admin_token"] = read_token_file(token_file) if token_file else None
+    if gate["admin_token"] is None:
+        log.info("gate admin API off: %s", "no --admin-token-file" if not token_file else "no usable token")
+    return gate
+
+
+def read_token_file(path: str) -> str | None:
+    """The bearer token in ``path`` (surrounding whitespace dropped); ``None`` if unreadable or empty.
+
+    A missing or empty file turns the admin API off rather than failing the sidecar: serving
+    traffic matters more than being steerable, and off is the safe side. The token is never logged.
+    """
+    try:
+        token = Path(path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        log.warning("admin token file %s cannot be read (%s): the gate admin API stays off", path,
+                    getattr(exc, "strerror", None) or type(exc).__name__)  # fmt: skip
+        return None
+    if not token:
+        log.warning("admin token file %s is empty: the gate admin API stays off", path)
+        return None
+    return token
+
+
 def _run_exporter(args: argparse.Namespace) -> int:
     from controller.exporter.app import run_exporter
     from controller.gpu.settings import GpuSettings
-    from controller.settings import ExporterSettings, load
+    from controller.settings import ExporterSettings, GateSettings, load
 
-    options = merged_options(args, (*_EXPORTER_KEYS, *_GPU_KEYS))
+    options = merged_options(args, (*_EXPORTER_KEYS, *_GPU_KEYS, *_GATE_KEYS, "admin_token_file"))
     gpu = load(GpuSettings, _gpu_options(options, os.environ), "gpu settings")
+    gate_options = _gate_options(options)
+    gate = None if gate_options is None else load(GateSettings, gate_options, "gate settings")
     settings = load(ExporterSettings, options, "exporter settings")
-    return run_exporter(settings, gpu)
+    return run_exporter(settings, gpu, gate)
 
 
 # --------------------------------------------------------------------------------------------

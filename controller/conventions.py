@@ -159,6 +159,11 @@ GATE_LIMIT: Final = "fleetslo_gate_limit"
 GATE_REJECTED: Final = "fleetslo_gate_rejected"  # counter family; exposed with _total
 GATE_TTFT: Final = "fleetslo_gate_ttft_seconds"
 GATE_TPOT: Final = "fleetslo_gate_tpot_seconds"
+#: Arrival at the gate to the last byte, every admitted request (streamed or not); label ``stream``.
+GATE_E2E: Final = "fleetslo_gate_e2e_seconds"
+#: Admitted requests by how they ended (LABEL_OUTCOME); counter family, exposed with _total.
+GATE_REQUESTS: Final = "fleetslo_gate_requests"
+GATE_DRAINING: Final = "fleetslo_gate_draining"
 
 # controller
 CONTROLLER_DECISIONS: Final = "fleetslo_controller_decisions"  # counter family; exposed with _total
@@ -177,6 +182,8 @@ LABEL_WINDOW: Final = "window"
 LABEL_SLO: Final = "slo"
 LABEL_REASON: Final = "reason"
 LABEL_SOURCE: Final = "source"
+LABEL_OUTCOME: Final = "outcome"
+LABEL_STREAM: Final = "stream"
 LABEL_GPU: Final = "gpu"
 LABEL_UUID: Final = "uuid"
 LABEL_GPU_MODEL: Final = "model"
@@ -186,6 +193,18 @@ LABEL_SEVERITY: Final = "severity"
 LABEL_CLOCK: Final = "clock"
 #: ``allocated`` (GPUs x wall time: what is paid for) or ``busy`` (utilization x time: what was used).
 LABEL_BASIS: Final = "basis"
+
+
+class LatencySource(StrEnum):
+    """Where a published latency quantile came from (the ``source`` label).
+
+    ``vllm``: vLLM's own histograms (coarse buckets, time inside vLLM only). ``gate``: the
+    admission gate's per-request measurements (fine buckets with the SLO thresholds as edges,
+    time from arrival at the gate, so gate queueing is included).
+    """
+
+    VLLM = "vllm"
+    GATE = "gate"
 
 
 class SloName(StrEnum):

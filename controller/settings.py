@@ -18,6 +18,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    SecretStr,
     ValidationError,
     field_validator,
     model_validator,
@@ -244,6 +245,66 @@ class ExporterSettings(_Frozen):
     def ring_size(self) -> int:
         """Snapshots to keep so the longest window always has a start point."""
         return int(max(self.windows) / self.interval) + 3
+
+
+# --------------------------------------------------------------------------------------------
+# The sidecar's admission gate (optional)
+# --------------------------------------------------------------------------------------------
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3,
+               "gb": 1000**3, "kib": 1024, "mib": 1024**2, "gib": 1024**3}  # fmt: skip
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$")
+
+
+def parse_size(value: object) -> int:
+    """Bytes from ``"10MiB"``, ``"512KiB"``, ``"1GB"`` or a plain number of bytes."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    match = _SIZE.match(value.lower()) if isinstance(value, str) else None
+    if match and match.group(2) in _SIZE_UNITS:
+        return int(float(match.group(1)) * _SIZE_UNITS[match.group(2)])
+    raise ValueError(f"expected a size such as 10MiB, 512KiB or 1000000 (got {value!r})")
+
+
+ByteSize = Annotated[int, BeforeValidator(parse_size)]
+
+
+class GateSettings(_Frozen):
+    """``fleetslo exporter --gate-listen …``: the admission gate in front of vLLM.
+
+    ``admin_token`` arrives already read from ``--admin-token-file`` (``cli.py`` reads files);
+    ``None`` turns the admin API off. It is a ``SecretStr`` so no repr or log line shows it.
+    """
+
+    listen: str
+    upstream: str
+    #: Requests in flight upstream at most; ``None``: no limit until the controller sets one.
+    max_inflight: int | None = Field(default=None, ge=1, le=65_536)
+    #: Requests waiting behind the limit at most; 0 answers 503 as soon as the limit is reached.
+    max_queue: int = Field(default=1024, ge=0, le=1_000_000)
+    queue_timeout: PositiveDuration = 30.0
+    admin_listen: str = "127.0.0.1:8081"
+    admin_token: SecretStr | None = None
+    #: Largest request body accepted on any path; larger ones get 413 before they take a slot.
+    max_body: ByteSize = Field(default=10 * 1024**2, ge=1024, le=1024**3)
+
+    @field_validator("upstream")
+    @classmethod
+    def _check_upstream(cls, value: str) -> str:
+        return _http_url(value)
+
+    @field_validator("listen", "admin_listen")
+    @classmethod
+    def _check_listen(cls, value: str) -> str:
+        parse_listen(value)
+        return value
+
+    @field_validator("queue_timeout")
+    @classmethod
+    def _check_queue_timeout(cls, value: float) -> float:
+        if value > 3600:
+            raise ValueError(f"must be at most 1h (got {value:g}s)")
+        return value
 
 
 # --------------------------------------------------------------------------------------------

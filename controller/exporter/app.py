@@ -13,7 +13,7 @@ import contextlib
 import logging
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 import aiohttp
 from aiohttp import web
@@ -23,13 +23,17 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from controller.errors import EngineScrapeError
 from controller.exporter.collector import EngineCollector
 from controller.exporter.scraper import VllmScraper, sleep_until
-from controller.exporter.signals import SloThresholds
+from controller.exporter.signals import ExactLatency, SloThresholds
 from controller.exporter.tracker import EngineTracker
 from controller.gpu.settings import GpuSettings
 from controller.gpu.telemetry import build_gpu_telemetry, tokens_from_signals
-from controller.settings import ExporterSettings, parse_listen
+from controller.settings import ExporterSettings, GateSettings, parse_listen
 
 log = logging.getLogger("fleetslo.exporter")
+
+#: On SIGTERM, how long the gate lets in-flight requests finish before the process exits; keep the
+#: pod's terminationGracePeriodSeconds above it.
+GATE_SHUTDOWN_GRACE = 25.0
 
 
 class Sidecar:
@@ -50,6 +54,8 @@ class Sidecar:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.collector)
         self.scrapes_attempted = 0
+        #: Each returns why the sidecar is not ready (e.g. the gate is draining), or ``None``.
+        self._readiness: list[Callable[[], str | None]] = []
         self._scraper: VllmScraper | None = None
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
@@ -57,6 +63,14 @@ class Sidecar:
     def add_collector(self, collector: Collector) -> None:
         """Serve another collector's families on the same ``/metrics`` (GPU, gate)."""
         self.registry.register(collector)
+
+    def prefer_latency_from(self, exact: ExactLatency) -> None:
+        """Publish TTFT/TPOT from ``exact`` (the gate) where it has data; it is snapshotted per scrape."""
+        self.collector.exact = exact
+
+    def add_readiness_check(self, check: Callable[[], str | None]) -> None:
+        """``/readyz`` answers 503 while ``check()`` returns a reason (a draining gate)."""
+        self._readiness.append(check)
 
     async def scrape_once(self) -> None:
         """One scrape, recorded as a success or a classified failure."""
@@ -70,6 +84,9 @@ class Sidecar:
         else:
             duration = time.perf_counter() - started
             self.tracker.record_success(self.clock(), duration, models, wall=self.wall_clock())
+        if self.collector.exact is not None:
+            # Same instants as the tracker's ring, so gate and vLLM windows cover the same span.
+            self.collector.exact.snapshot(self.clock())
         self.scrapes_attempted += 1
 
     async def scrape_forever(self) -> None:
@@ -116,6 +133,10 @@ class Sidecar:
         # reports a down engine as faithfully as an up one.
         if self.scrapes_attempted == 0:
             return web.Response(status=503, text="starting\n")
+        for check in self._readiness:
+            reason = check()
+            if reason is not None:
+                return web.Response(status=503, text=f"not ready: {reason}\n")
         state = "up" if self.tracker.up else f"engine down ({self.tracker.last_error})"
         return web.Response(text=f"ready; {state}\n")
 
@@ -127,11 +148,40 @@ class Sidecar:
 
 
 async def serve(
-    settings: ExporterSettings, stop: asyncio.Event | None = None, gpu: GpuSettings | None = None
+    settings: ExporterSettings,
+    stop: asyncio.Event | None = None,
+    gpu: GpuSettings | None = None,
+    gate: GateSettings | None = None,
 ) -> None:
-    """Run a sidecar until ``stop`` is set (or forever); with ``gpu``, GPU telemetry beside it."""
+    """Run a sidecar until ``stop`` is set (or forever); with ``gpu``, GPU telemetry beside it;
+    with ``gate``, the admission gate in front of vLLM on the same event loop."""
     stop = stop or asyncio.Event()
     sidecar = Sidecar(settings)
+    async with contextlib.AsyncExitStack() as stack:
+        if gate is not None:
+            await stack.enter_async_context(_gate_for(sidecar, gate))
+        await _serve_sidecar(sidecar, settings, stop, gpu)
+
+
+@contextlib.asynccontextmanager
+async def _gate_for(sidecar: Sidecar, settings: GateSettings) -> AsyncIterator[None]:
+    from controller.gate.server import Gate
+
+    s = sidecar.settings
+    gate = Gate(settings, SloThresholds(ttft=s.slo_ttft, tpot=s.slo_tpot), s.ring_size)
+    sidecar.add_collector(gate.collector)
+    sidecar.prefer_latency_from(gate.windows)
+    sidecar.add_readiness_check(gate.not_ready)
+    await gate.start()
+    try:
+        yield
+    finally:
+        await gate.stop(GATE_SHUTDOWN_GRACE)
+
+
+async def _serve_sidecar(
+    sidecar: Sidecar, settings: ExporterSettings, stop: asyncio.Event, gpu: GpuSettings | None
+) -> None:
     telemetry = None
     if gpu is not None:
         tokens = tokens_from_signals(sidecar.collector.signals)
@@ -162,7 +212,9 @@ async def serve(
             await sidecar.stop()
 
 
-def run_exporter(settings: ExporterSettings, gpu: GpuSettings | None = None) -> int:
+def run_exporter(
+    settings: ExporterSettings, gpu: GpuSettings | None = None, gate: GateSettings | None = None
+) -> int:
     """Entry point of ``fleetslo exporter``: serve until SIGTERM or SIGINT, then exit 0."""
 
     async def main() -> None:
@@ -170,7 +222,7 @@ def run_exporter(settings: ExporterSettings, gpu: GpuSettings | None = None) -> 
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await serve(settings, stop, gpu)
+        await serve(settings, stop, gpu, gate)
 
     asyncio.run(main())
     return 0

@@ -19,7 +19,7 @@ from prometheus_client.registry import Collector
 
 from controller import __version__
 from controller import conventions as cv
-from controller.exporter.signals import SloThresholds, WindowSignals
+from controller.exporter.signals import ExactLatency, SloThresholds, WindowSignals, prefer_exact
 from controller.exporter.tracker import EngineTracker
 from controller.model import Quantiles
 
@@ -27,7 +27,7 @@ from controller.model import Quantiles
 KNOWN_SCRAPE_ERRORS = ("connect", "timeout", "http_status", "parse", "no_vllm_metrics")
 
 #: Label values of the ``source`` label: where a latency quantile came from.
-SOURCE_VLLM = "vllm"
+SOURCE_VLLM = cv.LatencySource.VLLM.value
 
 _M, _Q, _W, _S = cv.MODEL_LABEL, cv.LABEL_QUANTILE, cv.LABEL_WINDOW, cv.LABEL_SLO
 
@@ -42,12 +42,14 @@ class EngineCollector(Collector):
         self.windows = tuple(windows)
         self.slo = slo
         self.vllm_url = vllm_url
+        #: Exact per-request latency (the gate); when set, TTFT/TPOT prefer it (``prefer_exact``).
+        self.exact: ExactLatency | None = None
 
     def collect(
         self,
     ) -> Iterator[GaugeMetricFamily | CounterMetricFamily | InfoMetricFamily | UnknownMetricFamily]:
         yield from self._health()
-        signals = self.tracker.signals(self.windows, self.slo)
+        signals = self.signals()
         yield from self._latency(signals)
         yield from self._attainment(signals)
         yield from self._rates(signals)
@@ -55,7 +57,10 @@ class EngineCollector(Collector):
 
     def signals(self) -> list[WindowSignals]:
         """The signals this collector would publish now (the OTLP bridge pushes the same)."""
-        return self.tracker.signals(self.windows, self.slo)
+        signals = self.tracker.signals(self.windows, self.slo)
+        if self.exact is None:
+            return signals
+        return prefer_exact(signals, self.exact, self.tracker.tolerance, self.slo)
 
     def _health(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily | InfoMetricFamily]:
         t = self.tracker
@@ -94,7 +99,7 @@ class EngineCollector(Collector):
             # a summary would need cumulative _count/_sum per window that mean nothing here.
             family = UnknownMetricFamily(name, help_text, labels=[_M, _Q, _W, cv.LABEL_SOURCE])
             for s in signals:
-                _add_quantiles(family, s, getattr(s, field))
+                _add_quantiles(family, s, getattr(s, field), s.source_of(field))
             yield family
 
     def _attainment(self, signals: Sequence[WindowSignals]) -> Iterator[GaugeMetricFamily]:
@@ -159,9 +164,9 @@ class EngineCollector(Collector):
             yield family
 
 
-def _add_quantiles(family: UnknownMetricFamily, s: WindowSignals, q: Quantiles) -> None:
+def _add_quantiles(family: UnknownMetricFamily, s: WindowSignals, q: Quantiles, source: str) -> None:
     for quantile in cv.QUANTILES:
-        labels = [s.model_name, cv.quantile_label(quantile), cv.window_label(s.window), SOURCE_VLLM]
+        labels = [s.model_name, cv.quantile_label(quantile), cv.window_label(s.window), source]
         _maybe(family, labels, q.at(quantile))
 
 

@@ -18,7 +18,7 @@ from opentelemetry.sdk.resources import Resource
 
 from controller import __version__
 from controller import conventions as cv
-from controller.exporter.collector import SOURCE_VLLM, EngineCollector
+from controller.exporter.collector import EngineCollector
 from controller.exporter.signals import WindowSignals
 
 Reader = Callable[[list[WindowSignals]], Iterable[Observation]]
@@ -82,7 +82,8 @@ def _quantiles(field: str) -> Reader:
             for q in cv.QUANTILES:
                 value = getattr(s, field).at(q)
                 if value is not None:
-                    yield Observation(value, _attrs(s, quantile=cv.quantile_label(q), source=SOURCE_VLLM))
+                    source = s.source_of(field)
+                    yield Observation(value, _attrs(s, quantile=cv.quantile_label(q), source=source))
 
     return read
 

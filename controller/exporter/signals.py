@@ -8,7 +8,8 @@ the collector leaves it out; it is never reported as 0.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Protocol
 
 from controller import conventions as cv
 from controller.metrics.histogram import Fraction
@@ -42,6 +43,50 @@ class WindowSignals:
     requests: float | None
     requests_per_second: float | None
     generation_tokens_per_second: float | None
+    #: Where ``ttft``/``tpot`` and their attainment came from (the ``source`` label).
+    ttft_source: str = cv.LatencySource.VLLM
+    tpot_source: str = cv.LatencySource.VLLM
+
+    def source_of(self, field: str) -> str:
+        """The ``source`` label of a latency field (``ttft``, ``itl``, ``tpot``)."""
+        return {"ttft": self.ttft_source, "tpot": self.tpot_source}.get(field, cv.LatencySource.VLLM)
+
+
+class ExactLatency(Protocol):
+    """Per-request latency measured outside vLLM (the gate), as windows of histograms.
+
+    ``delta`` returns a ``WindowDelta`` whose histograms are keyed by vLLM's names
+    (``cv.Histogram.TTFT``/``TPOT``) so the same quantile and attainment code applies.
+    """
+
+    def snapshot(self, at: float) -> None: ...
+
+    def delta(self, window: float, tolerance: float) -> WindowDelta | None: ...
+
+
+def prefer_exact(
+    signals: Sequence[WindowSignals], exact: ExactLatency, tolerance: float, slo: SloThresholds
+) -> list[WindowSignals]:
+    """Replace TTFT and TPOT (quantiles and attainment) by the exact measurements where they exist.
+
+    Per window and per signal: a window in which the gate saw no streamed request (only
+    non-streamed ones, or none) keeps vLLM's values and says ``source="vllm"``, so turning the
+    gate on never makes a signal vanish. ITL, rates and counts always come from vLLM.
+    """
+    return [_with_exact(s, exact.delta(s.window, tolerance), slo) for s in signals]
+
+
+def _with_exact(s: WindowSignals, d: WindowDelta | None, slo: SloThresholds) -> WindowSignals:
+    if d is None:
+        return s
+    gate = cv.LatencySource.GATE
+    if d.observations(cv.Histogram.TTFT):
+        ttft_ok = None if slo.ttft is None else d.attainment(cv.Histogram.TTFT, slo.ttft)
+        s = replace(s, ttft=d.quantiles(cv.Histogram.TTFT), ttft_attainment=ttft_ok, ttft_source=gate)
+    if d.observations(cv.Histogram.TPOT):
+        tpot_ok = None if slo.tpot is None else d.attainment(cv.Histogram.TPOT, slo.tpot)
+        s = replace(s, tpot=d.quantiles(cv.Histogram.TPOT), tpot_attainment=tpot_ok, tpot_source=gate)
+    return s
 
 
 def derive(

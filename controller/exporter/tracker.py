@@ -69,9 +69,13 @@ class EngineTracker:
         self.errors[error.reason] += 1
         self.latest = {}
 
+    @property
+    def tolerance(self) -> float:
+        """How far a window's start point may sit from the ideal one (scrapes jitter)."""
+        return 0.75 * self.interval
+
     def signals(self, windows: Sequence[float], slo: SloThresholds) -> list[WindowSignals]:
         """Windowed signals, or none at all while the engine is down."""
         if not self.up:
             return []
-        # A start point may sit up to most of an interval away from the ideal one (jitter).
-        return derive(self.ring, windows, 0.75 * self.interval, slo)
+        return derive(self.ring, windows, self.tolerance, slo)
