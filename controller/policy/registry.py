@@ -10,6 +10,7 @@ a ``ConfigError`` (a typo must not pass silently).
 * ``max_num_seqs``, ``target_fraction`` — ``hpa-running`` (target = fraction × max_num_seqs, by default
   0.8 × the spec's ``batch_limit.max``);
 * ``waiting_threshold`` — ``keda-waiting`` (default 5);
+* ``headroom``, ``tpot_margin`` — ``fleetslo`` (spare capacity share, TPOT sizing margin);
 * ``schedule`` — ``oracle``, required: the offline schedule ``controller.policy.oracle.OraclePolicy``
   replays (that class belongs to the simulator's oracle and is imported only when asked for).
 
@@ -62,6 +63,12 @@ def _oracle(spec: FleetSLOSpec, options: Mapping[str, Any]) -> Policy[Any]:
     return policy
 
 
+def _fleetslo(spec: FleetSLOSpec, options: Mapping[str, Any]) -> Policy[Any]:
+    from controller.policy.fleetslo import FleetSLOConfig, FleetSLOPolicy
+
+    return FleetSLOPolicy(FleetSLOConfig(**options))
+
+
 def _plain(cls: Callable[..., Policy[Any]]) -> Callable[[FleetSLOSpec, Mapping[str, Any]], Policy[Any]]:
     return lambda _spec, options: cls(**options)
 
@@ -84,6 +91,11 @@ _REGISTRY: dict[str, _Entry] = {
         "vLLM production-stack KEDA recipe: waiting requests, 5 per replica",
     ),
     "llmd-slo": _Entry(_plain(LlmdSloPolicy), {}, "llm-d SLO-aware recipe: max(p90 TTFT/SLO, p90 TPOT/SLO)"),
+    "fleetslo": _Entry(
+        _fleetslo,
+        {"headroom": "headroom", "tpot_margin": "tpot_margin"},
+        "fleetslo: feed-forward sizing on a learned latency model, batch limit, safe limits",
+    ),
     "oracle": _Entry(
         _oracle, {"schedule": "schedule"}, "knows the future: cheapest schedule meeting the SLO"
     ),

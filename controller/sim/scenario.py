@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from controller.metrics.buckets import slo_aligned
 from controller.policy.base import Policy
 from controller.policy.baselines import StaticPolicy
 from controller.settings import FleetSLOSpec, load
@@ -21,6 +22,7 @@ from controller.sim.profile import EngineProfile
 from controller.sim.result import build_result
 from controller.sim.runner import SimConfig, simulate
 from controller.sim.traces import window
+from controller.sim.vllm_metrics import ITL_BUCKETS, TTFT_BUCKETS
 from controller.sim.workload import Trace
 
 #: How much of the trace's start the initial fleet must serve within the targets.
@@ -53,7 +55,8 @@ def make_spec(
                 "max": max_replicas,
                 "cold_start": cold_start_s if cold_start_s is not None else profile.cold_start_s,
             },
-            "batch_limit": {"min": 1, "max": batch_max or profile.max_num_seqs},
+            # Simulated replicas enforce a live batch limit, as the fleetslo gate does on a real fleet.
+            "batch_limit": {"min": 1, "max": batch_max or profile.max_num_seqs, "actuator": "gate"},
             "cost": {
                 "per_replica_hour": profile.replica_hour_usd,
                 "gpus_per_replica": profile.gpus_per_replica,
@@ -78,6 +81,19 @@ class Scenario:
     drain_timeout_s: float = 1800.0
     cold_start_sigma: float = 0.0
     router_queue_limit: int | None = None
+    #: Histogram layout the replicas expose: "slo" models a fleet behind the fleetslo gate (exact
+    #: per-request latency in buckets with edges at and around the SLO thresholds); "vllm" is
+    #: vLLM's defaults, coarse near typical thresholds.
+    buckets: str = "slo"
+
+    def bucket_layout(self) -> dict[str, tuple[float, ...]] | None:
+        if self.buckets == "vllm":
+            return None
+        objectives = self.spec.objectives
+        return {
+            "time_to_first_token": slo_aligned(TTFT_BUCKETS, [objectives.ttft.threshold]),
+            "inter_token_latency": slo_aligned(ITL_BUCKETS, [objectives.tpot.threshold]),
+        }
 
     def config(self, progress: Callable[[float, float], None] | None = None) -> SimConfig:
         return SimConfig(
@@ -90,6 +106,7 @@ class Scenario:
             seed=self.seed,
             cold_start_sigma=self.cold_start_sigma,
             router_queue_limit=self.router_queue_limit,
+            buckets=self.bucket_layout(),
             progress=progress,
         )
 

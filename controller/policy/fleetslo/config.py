@@ -1,0 +1,55 @@
+"""The tunables of the ``fleetslo`` policy, each with its unit and why it has its default.
+
+Margins and headroom are the explicit headroom-versus-violation trade: no policy without foresight
+can absorb a sudden step in traffic during a cold start unless it keeps spare capacity, so how much
+to keep is the operator's call, not a constant buried in code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from controller.policy.stages import Behavior, RatePolicy, ScalingRules
+
+
+def _behavior() -> Behavior:
+    # Up: as fast as the HPA default (the cold start is the real brake). Down: one replica or 10 %
+    # per minute after a 5-minute stabilization window, so a dip does not shed capacity a minute
+    # before the traffic returns, yet an hour's decline is followed within minutes (every idle
+    # replica-minute is paid for; the survivors check guards each step).
+    return Behavior(
+        scale_up=ScalingRules(0.0, (RatePolicy("Pods", 4, 15.0), RatePolicy("Percent", 100, 15.0))),
+        scale_down=ScalingRules(300.0, (RatePolicy("Pods", 1, 60.0), RatePolicy("Percent", 10, 60.0))),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class FleetSLOConfig:
+    #: Seconds between two decisions.
+    interval: float = 15.0
+    #: Size the fleet so the predicted p90 TPOT is at most this share of its target.
+    tpot_margin: float = 0.85
+    #: Spare capacity kept above the forecast, as a share of per-replica capacity (0.1 = 10 %).
+    headroom: float = 0.10
+    #: A scale-down must leave the survivors' predicted p90s under this share of the targets.
+    scale_down_band: float = 0.80
+    #: Observed p90 above this share of its target counts as a breach (feedback acts).
+    breach_band: float = 1.0
+    #: The gate's batch limit keeps the predicted p90 TPOT at this share of the target.
+    batch_limit_tpot_share: float = 0.95
+    #: Data older than this many seconds is stale: hold.
+    stale_after_s: float = 120.0
+    #: The arrival trend is fitted over this many seconds of observed rates.
+    trend_window_s: float = 300.0
+    #: Share of the fitted trend extrapolated over the horizon (1 = all of it).
+    trend_damping: float = 0.5
+    #: Cap on how far the trend may extrapolate: at most this multiple of the current rate.
+    max_forecast_growth: float = 1.5
+    #: The fitted model may claim at most this multiple of the highest concurrency seen.
+    max_extrapolation: float = 2.0
+    #: Latency-model memory: points kept, and how old a point may be (seconds).
+    model_points: int = 120
+    model_memory_s: float = 3600.0
+    #: Cooldown after any change before a scale-down (seconds).
+    cooldown_s: float = 60.0
+    behavior: Behavior = field(default_factory=_behavior)

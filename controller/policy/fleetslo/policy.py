@@ -1,0 +1,412 @@
+"""``fleetslo``: hold p90 TTFT and p90 TPOT under their targets at the lowest replica count.
+
+Two knobs on two time scales. The **batch limit** (the gate's cap on sequences per replica) acts in
+seconds: it keeps each replica at the concurrency where p90 TPOT meets its target, so overload turns
+into queueing — which spends the TTFT budget, usually far looser than TPOT's — instead of slowing
+every stream. **Replicas** act in minutes: the fleet is sized feed-forward for the arrival rate
+forecast one cold start ahead (Holt trend), times the service time per request (Little's law),
+divided by the per-replica concurrency a learned latency model allows at the TPOT target, with
+headroom; the instant concurrency (running + waiting) overrides the forecast when a spike outruns
+it. Feedback corrects the model when the observed p90s breach their targets anyway.
+
+Safety: missing, stale or contradictory data holds, with a reason, and never scales down; a partial
+picture may scale up but not down; a scale-down must leave the survivors' predicted p90s inside the
+targets with margin; limits are the shared chain clamp → rate limit → stabilization → cooldown.
+
+Pure: everything comes in as arguments and goes out in the returned decision and state.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+from controller.model import Decision, Observation, Reason
+from controller.policy.fleetslo.config import FleetSLOConfig
+from controller.policy.fleetslo.forecast import RateForecast
+from controller.policy.fleetslo.latency_model import TpotModel
+from controller.policy.stages import Step, clamp, cooldown, rate_limit, stabilize
+from controller.settings import BatchActuator, FleetSLOSpec
+
+#: Smoothing of the service-time estimate, per decision.
+_SERVICE_SMOOTHING = 0.3
+
+
+@dataclass(frozen=True, slots=True)
+class FleetSLOState:
+    model: TpotModel = field(default_factory=TpotModel)
+    forecast: RateForecast = field(default_factory=RateForecast)
+    #: Seconds a request spends in the running batch (Little's law: running / completion rate).
+    service_time: float | None = None
+    #: (time, fleet waiting) at the previous decision: its growth is arrival rate not yet served.
+    last_waiting: tuple[float, float] | None = None
+    #: Multiplies the model's capacity; shrinks when p90 TPOT breaches inside the modelled capacity.
+    correction: float = 1.0
+    recommendations: tuple[tuple[float, int], ...] = ()
+    events: tuple[tuple[float, int], ...] = ()
+    last_change_at: float | None = None
+    #: When the policy first saw data: until one window has passed, windowed rates are partial.
+    first_seen: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    replicas: int
+    reason: Reason
+    message: str
+    per_replica: float | None = None  # concurrency per replica the plan expects
+
+
+class FleetSLOPolicy:
+    """The fleetslo two-knob policy (``--policy fleetslo``)."""
+
+    name = "fleetslo"
+
+    def __init__(self, config: FleetSLOConfig | None = None) -> None:
+        self.config = config or FleetSLOConfig()
+        self.interval = self.config.interval
+
+    def initial_state(self, spec: FleetSLOSpec) -> FleetSLOState:
+        return FleetSLOState()
+
+    def decide(
+        self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, now: float
+    ) -> tuple[Decision, FleetSLOState]:
+        current = obs.replicas.provisioned
+        if current == 0:
+            floor = max(spec.replicas.min, 1)
+            return Decision(
+                floor, obs.batch_limit, Reason.CLAMPED_MIN, f"no replica at all: start {floor}"
+            ), state
+        problem = data_problem(obs, self.config.stale_after_s)
+        if problem is not None:
+            reason, why = problem
+            return Decision(current, obs.batch_limit, reason, f"hold at {current}: {why}"), state
+        state = self._learn(obs, state, spec, now)
+        plan = self._plan(obs, state, spec)
+        step, state = self._limit(plan, obs, state, spec, now)
+        return self._decision(step, plan, obs, state, spec), state
+
+    # --- learning ---------------------------------------------------------------------------
+
+    def _learn(self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, now: float) -> FleetSLOState:
+        cfg = self.config
+        per_replica = _rate_per_replica(obs)
+        tpot = _tpot_p90(obs)
+        model = state.model
+        if per_replica and tpot is not None:
+            model = model.observe(now, per_replica, tpot, cfg.model_points, cfg.model_memory_s)
+        first_seen = now if state.first_seen is None else state.first_seen
+        arrival = arrival_rate(obs, state.last_waiting, now)
+        forecast = state.forecast
+        if arrival is not None and now - first_seen >= obs.window:
+            # A window that began before the first data under-counts: keep it out of the trend.
+            forecast = forecast.update(now, arrival, cfg.trend_window_s)
+        return replace(
+            state,
+            first_seen=first_seen,
+            model=model,
+            forecast=forecast,
+            service_time=_service_time(obs, state.service_time),
+            last_waiting=(now, obs.waiting) if obs.waiting is not None else state.last_waiting,
+            correction=self._correction(obs, state, spec, per_replica),
+        )
+
+    def _correction(
+        self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, per_replica: float | None
+    ) -> float:
+        """Shrink capacity when p90 TPOT breaches while the model said the load was safe."""
+        tpot, target = _tpot_p90(obs), spec.objectives.tpot.threshold
+        capacity = self._capacity(state, spec, self.config.tpot_margin, correction=1.0)
+        if tpot is None or per_replica is None or capacity is None:
+            return state.correction
+        if tpot > target * self.config.breach_band and per_replica <= capacity * state.correction:
+            return max(0.5, state.correction * 0.95)
+        if tpot < target * self.config.tpot_margin:
+            return min(1.0, state.correction * 1.02)
+        return state.correction
+
+    # --- planning ---------------------------------------------------------------------------
+
+    def _plan(self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec) -> _Plan:
+        cfg = self.config
+        current = obs.replicas.provisioned
+        if self._warming_up(state, obs):
+            return self._feedback_plan(obs, spec, "first window filling")
+        capacity = self._capacity(state, spec, cfg.tpot_margin, state.correction)
+        arrival = arrival_rate(obs, state.last_waiting, obs.at)
+        if capacity is None or capacity <= 0 or arrival is None or state.service_time is None:
+            return self._feedback_plan(obs, spec, "learning the latency model")
+        per_replica = capacity * (1 - cfg.headroom)
+        horizon = spec.replicas.cold_start + cfg.interval
+        expected = state.forecast.ahead(horizon, arrival, cfg.trend_damping, cfg.max_forecast_growth)
+        # Requests in the system now, as the rate that keeps them there (Little's law): a spike
+        # shows in running + waiting within seconds, long before it fills a one-minute rate.
+        instant = _instant_load(obs) / state.service_time
+        load = max(expected, instant)
+        need = max(1, math.ceil(load / per_replica)) if load > 0 else spec.replicas.min
+        forecast_load, instant_load = expected, instant
+        sizing = _Sizing(need, current, expected, arrival, forecast_load, instant_load, per_replica)
+        plan = _Plan(need, *sizing.why(), per_replica)
+        plan = self._ttft_feedback(plan, obs, spec)
+        if plan.replicas < current:
+            plan = self._safe_scale_down(plan, obs, state, spec, load)
+        return plan
+
+    def _capacity(
+        self, state: FleetSLOState, spec: FleetSLOSpec, share: float, correction: float
+    ) -> float | None:
+        """Sequences per replica at which p90 TPOT is predicted at ``share`` of its target."""
+        raw = state.model.capacity(spec.objectives.tpot.threshold * share, self.config.max_extrapolation)
+        return None if raw is None else raw * correction
+
+    @staticmethod
+    def _warming_up(state: FleetSLOState, obs: Observation) -> bool:
+        return state.first_seen is None or obs.at - state.first_seen < obs.window
+
+    def _feedback_plan(self, obs: Observation, spec: FleetSLOSpec, why: str) -> _Plan:
+        """Without a model yet: scale up in proportion to the worst breach, otherwise hold."""
+        current = obs.replicas.provisioned
+        pressure = _pressure(obs, spec)
+        if pressure is not None and pressure > self.config.breach_band:
+            need = math.ceil(current * min(pressure, 2.0))
+            return _Plan(need, Reason.SCALE_UP_SLO_BREACH, f"{why}; p90 at {pressure:.2f}x target: {need}")
+        return _Plan(current, Reason.STEADY, f"{why}; targets met: hold at {current}")
+
+    def _ttft_feedback(self, plan: _Plan, obs: Observation, spec: FleetSLOSpec) -> _Plan:
+        """A p90 above target although the sizing says enough: add replicas in proportion."""
+        current = obs.replicas.provisioned
+        pressure = _pressure(obs, spec)
+        if pressure is None or pressure <= self.config.breach_band or plan.replicas > current:
+            return plan
+        need = math.ceil(current * min(pressure, 2.0))
+        message = f"p90 at {pressure:.2f}x its target although sized for it: {current} -> {need}"
+        return _Plan(need, Reason.SCALE_UP_SLO_BREACH, message, plan.per_replica)
+
+    def _safe_scale_down(
+        self, plan: _Plan, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, load: float
+    ) -> _Plan:
+        """The smallest count between the plan and now whose survivors stay inside the band."""
+        current = obs.replicas.provisioned
+        for n in range(plan.replicas, current):
+            if self._survivors_ok(n, obs, state, spec, load):
+                return replace(plan, replicas=n)
+        return _Plan(current, Reason.STEADY, f"{plan.message}; but survivors would breach the band: hold")
+
+    def _survivors_ok(
+        self, n: int, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, load: float
+    ) -> bool:
+        band = self.config.scale_down_band
+        current = max(obs.replicas.ready, 1)
+        tpot_after = state.model.tpot_at(load / n)
+        if tpot_after is None or tpot_after > spec.objectives.tpot.threshold * band:
+            return False
+        # TTFT has no model: scale the observed p90 with the load each survivor takes on (N/(N-1)).
+        ttft = obs.ttft.p90
+        return ttft is None or ttft * current / n <= spec.objectives.ttft.threshold * band
+
+    # --- limits and the decision ------------------------------------------------------------
+
+    def _limit(
+        self, plan: _Plan, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, now: float
+    ) -> tuple[Step, FleetSLOState]:
+        cfg, current = self.config, obs.replicas.provisioned
+        clamped = clamp(plan.replicas, spec.replicas.min, spec.replicas.max)
+        limited = rate_limit(clamped[0], current, state.events, cfg.behavior, now)
+        stabilized, history = stabilize(limited[0], current, state.recommendations, cfg.behavior, now)
+        cooled = cooldown(stabilized[0], current, state.last_change_at, cfg.cooldown_s, now)
+        step: Step = (plan.replicas, plan.reason, plan.message)
+        for stage in (clamped, limited, stabilized, cooled):
+            if stage[1] is not Reason.STEADY:
+                step = (stage[0], stage[1], f"{step[2]}; {stage[2]}")
+            else:
+                step = (stage[0], step[1], step[2])
+        if step[0] < current and obs.replicas_reporting < obs.replicas.ready:
+            missing = obs.replicas.ready - obs.replicas_reporting
+            step = (
+                current,
+                Reason.HOLD_PARTIAL_DATA,
+                f"{missing} ready replicas not reporting: no scale-down",
+            )
+        return step, self._record(step[0], current, history, state, now)
+
+    def _record(
+        self,
+        value: int,
+        current: int,
+        history: tuple[tuple[float, int], ...],
+        state: FleetSLOState,
+        now: float,
+    ) -> FleetSLOState:
+        longest = max(
+            p.period_s
+            for p in (*self.config.behavior.scale_up.policies, *self.config.behavior.scale_down.policies)
+        )
+        events = tuple((t, c) for t, c in state.events if t > now - longest)
+        if value == current:
+            return replace(state, recommendations=history, events=events)
+        return replace(
+            state, recommendations=history, events=(*events, (now, value - current)), last_change_at=now
+        )
+
+    def _decision(
+        self, step: Step, plan: _Plan, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec
+    ) -> Decision:
+        replicas, reason, message = step
+        limit = self._batch_limit(obs, state, spec)
+        if replicas == obs.replicas.provisioned and limit is not None and limit != obs.batch_limit:
+            reason = (
+                Reason.BATCH_LIMIT_TIGHTENED
+                if obs.batch_limit is None or limit < obs.batch_limit
+                else Reason.BATCH_LIMIT_RELAXED
+            )
+            message = f"{message}; batch limit {obs.batch_limit} -> {limit}"
+        rate = obs.request_rate or 0.0
+        per_replica = rate / max(replicas, 1)
+        return Decision(
+            replicas=replicas,
+            batch_limit=limit if limit is not None else obs.batch_limit,
+            reason=reason,
+            message=f"fleetslo: {message}",
+            predicted_ttft_p90=_predicted_ttft(obs, replicas),
+            predicted_tpot_p90=state.model.tpot_at(per_replica) if per_replica > 0 else None,
+        )
+
+    def _batch_limit(self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec) -> int | None:
+        """Per-replica sequences at which p90 TPOT is predicted at its share of the target."""
+        if spec.batch_limit.actuator == BatchActuator.NONE or self._warming_up(state, obs):
+            return None
+        # The model alone, without the sizing correction: the limit protects TPOT, and cutting it
+        # below what the model says only trades a TPOT breach for a TTFT one.
+        at = self._capacity(state, spec, self.config.batch_limit_tpot_share, 1.0)
+        if at is None:
+            return None
+        if state.service_time is None:
+            return None
+        # Sequences per replica = completions per replica × time in the batch (Little's law).
+        sequences = at * state.service_time
+        # Never below what the fleet runs now while it meets TPOT: evidence beats the model.
+        tpot = _tpot_p90(obs)
+        if tpot is not None and tpot <= spec.objectives.tpot.threshold:
+            sequences = max(sequences, _running_per_replica(obs) or 0.0)
+        return min(max(math.ceil(sequences), spec.batch_limit.min), spec.batch_limit.max)
+
+
+# --- observation helpers (pure functions of one observation) --------------------------------
+
+
+def data_problem(obs: Observation, stale_after_s: float) -> tuple[Reason, str] | None:
+    """Why this observation cannot be acted on, or ``None`` if it can."""
+    if obs.replicas.ready == 0:
+        return Reason.HOLD_REPLICAS_STARTING, f"no replica ready yet ({obs.replicas.starting} starting)"
+    if obs.replicas_reporting == 0 or obs.data_age is None:
+        return Reason.HOLD_NO_DATA, "no replica reported metrics"
+    if obs.data_age > stale_after_s:
+        return Reason.HOLD_STALE_DATA, f"newest data is {obs.data_age:.0f}s old (limit {stale_after_s:.0f}s)"
+    if obs.request_rate is None and obs.running is None:
+        return Reason.HOLD_NO_DATA, "neither request rate nor running requests are known"
+    contradiction = _contradiction(obs)
+    if contradiction:
+        return Reason.HOLD_CONTRADICTORY_DATA, contradiction
+    return None
+
+
+def _contradiction(obs: Observation) -> str | None:
+    values = {
+        "request_rate": obs.request_rate, "running": obs.running, "waiting": obs.waiting,
+        "ttft p90": obs.ttft.p90, "tpot p90": obs.tpot.p90,
+    }  # fmt: skip
+    for name, value in values.items():
+        if value is not None and (value < 0 or math.isnan(value)):
+            return f"{name} is {value}"
+    for name, q in (("ttft", obs.ttft), ("tpot", obs.tpot)):
+        if q.p50 is not None and q.p99 is not None and q.p50 > q.p99:
+            return f"{name} p50 {q.p50} above its p99 {q.p99}"
+    if obs.replicas_reporting > obs.replicas.ready + obs.replicas.draining:
+        return f"{obs.replicas_reporting} replicas reporting but only {obs.replicas.ready} ready"
+    return None
+
+
+def arrival_rate(obs: Observation, last_waiting: tuple[float, float] | None, now: float) -> float | None:
+    """Completions per second plus the growth of the queue: what arrives, not just what is served."""
+    if obs.request_rate is None:
+        return None
+    growth = 0.0
+    if last_waiting is not None and obs.waiting is not None and now > last_waiting[0]:
+        growth = max(0.0, (obs.waiting - last_waiting[1]) / (now - last_waiting[0]))
+    return obs.request_rate + growth
+
+
+def _service_time(obs: Observation, previous: float | None) -> float | None:
+    if not obs.request_rate or not obs.running:
+        return previous
+    sample = obs.running / obs.request_rate
+    return sample if previous is None else _SERVICE_SMOOTHING * sample + (1 - _SERVICE_SMOOTHING) * previous
+
+
+def _rate_per_replica(obs: Observation) -> float | None:
+    """Completions per second per reporting replica: the load axis of the latency model."""
+    if not obs.request_rate or obs.replicas_reporting <= 0:
+        return None
+    return obs.request_rate / obs.replicas_reporting
+
+
+def _running_per_replica(obs: Observation) -> float | None:
+    if obs.running is None or obs.replicas_reporting <= 0:
+        return None
+    return obs.running / obs.replicas_reporting
+
+
+def _instant_load(obs: Observation) -> float:
+    """Requests in the system now (running + waiting), scaled up for replicas not reporting."""
+    seen = (obs.running or 0.0) + (obs.waiting or 0.0)
+    if obs.replicas_reporting <= 0:
+        return seen
+    return seen * max(obs.replicas.ready, obs.replicas_reporting) / obs.replicas_reporting
+
+
+def _tpot_p90(obs: Observation) -> float | None:
+    return obs.tpot.p90 if obs.tpot.p90 is not None else obs.itl.p90
+
+
+def _pressure(obs: Observation, spec: FleetSLOSpec) -> float | None:
+    ratios = []
+    if obs.ttft.p90 is not None:
+        ratios.append(obs.ttft.p90 / spec.objectives.ttft.threshold)
+    tpot = _tpot_p90(obs)
+    if tpot is not None:
+        ratios.append(tpot / spec.objectives.tpot.threshold)
+    return max(ratios) if ratios else None
+
+
+def _predicted_ttft(obs: Observation, replicas: int) -> float | None:
+    if obs.ttft.p90 is None or replicas <= 0:
+        return None
+    return obs.ttft.p90 * max(obs.replicas.ready, 1) / replicas
+
+
+@dataclass(frozen=True, slots=True)
+class _Sizing:
+    """The numbers behind a sizing, for the decision's message."""
+
+    need: int
+    current: int
+    expected: float
+    arrival: float
+    forecast_load: float
+    instant_load: float
+    per_replica: float
+
+    def why(self) -> tuple[Reason, str]:
+        load = max(self.forecast_load, self.instant_load)
+        basis = (
+            f"arrivals {self.arrival:.2f}/s, {self.expected:.2f}/s expected in one cold start; load "
+            f"{load:.1f}/s at {self.per_replica:.2f}/s per replica"
+        )
+        if self.need > self.current:
+            if self.instant_load > self.forecast_load:
+                return Reason.SCALE_UP_QUEUE, f"{basis} (instant load outruns the forecast): {self.need}"
+            return Reason.SCALE_UP_FORECAST, f"{basis}: {self.need}"
+        if self.need < self.current:
+            return Reason.SCALE_DOWN_LOW_LOAD, f"{basis}: {self.need}"
+        return Reason.STEADY, f"{basis}: hold at {self.current}"

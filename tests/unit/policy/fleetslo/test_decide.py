@@ -1,0 +1,153 @@
+"""fleetslo.decide on hand-built observations: holds on bad data, sizing, limits, batch limit."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from controller.model import Observation, Quantiles, Reason, ReplicaCounts
+from controller.policy.fleetslo import FleetSLOPolicy, FleetSLOState
+from controller.policy.registry import make_policy
+from controller.settings import BatchActuator, FleetSLOSpec, load
+
+SPEC = load(
+    FleetSLOSpec,
+    {
+        "target": {"name": "llm", "model_name": "m"},
+        "objectives": {"ttft": {"threshold": "2s"}, "tpot": {"threshold": "50ms"}},
+        "replicas": {"min": 2, "max": 40, "cold_start": "5m"},
+        "batch_limit": {"min": 4, "max": 512, "actuator": "gate"},
+    },
+)
+
+
+def obs(
+    t: float, ready: int, rate: float, *, tpot: float = 0.03, ttft: float = 0.4, **kw: Any
+) -> Observation:
+    """A healthy fleet serving ``rate`` requests/s with 10 s per request in the batch."""
+    base = Observation(
+        target="llm", at=t, window=60.0, replicas=ReplicaCounts(ready), batch_limit=kw.pop("limit", 200),
+        replicas_reporting=ready, data_age=5.0, ttft=Quantiles(0.2, ttft, ttft * 2),
+        tpot=Quantiles(tpot * 0.8, tpot, tpot * 1.2), request_rate=rate, running=rate * 10.0, waiting=0.0,
+    )  # fmt: skip
+    return replace(base, **kw)
+
+
+def tpot_for(rate_per_replica: float) -> float:
+    return 0.02 + 0.005 * rate_per_replica
+
+
+def trained_state(policy: FleetSLOPolicy, ready: int = 10) -> tuple[FleetSLOState, float]:
+    """Feed a minute and a half of varied load so the model has spread and the window is full."""
+    state, t = policy.initial_state(SPEC), 0.0
+    for rate in (20.0, 30.0, 40.0, 25.0, 35.0, 45.0, 30.0, 30.0):
+        _, state = policy.decide(obs(t, ready, rate, tpot=tpot_for(rate / ready)), state, SPEC, t)
+        t += 15.0
+    return state, t
+
+
+def test_it_is_registered_under_its_name() -> None:
+    assert isinstance(make_policy("fleetslo", SPEC, headroom=0.2), FleetSLOPolicy)
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"replicas_reporting": 0, "data_age": None}, Reason.HOLD_NO_DATA),
+        ({"data_age": 600.0}, Reason.HOLD_STALE_DATA),
+        ({"request_rate": None, "running": None}, Reason.HOLD_NO_DATA),
+        ({"running": -3.0}, Reason.HOLD_CONTRADICTORY_DATA),
+        ({"replicas_reporting": 14}, Reason.HOLD_CONTRADICTORY_DATA),
+        ({"replicas": ReplicaCounts(0, starting=3)}, Reason.HOLD_REPLICAS_STARTING),
+    ],
+)
+def test_unusable_data_holds_with_a_reason_and_never_scales_down(
+    change: dict[str, Any], reason: Reason
+) -> None:
+    policy = FleetSLOPolicy()
+    state, t = trained_state(policy)
+    # Traffic almost gone: a policy trusting this data would scale down.
+    o = replace(obs(t, 10, 1.0, tpot=0.021), **change)
+    decision, after = policy.decide(o, state, SPEC, t)
+    assert decision.reason is reason
+    assert decision.replicas == o.replicas.provisioned
+    assert after == state
+
+
+def test_an_empty_fleet_starts_at_its_minimum() -> None:
+    o = obs(0.0, 0, 0.0, replicas=ReplicaCounts(0))
+    decision, _ = FleetSLOPolicy().decide(o, FleetSLOState(), SPEC, 0.0)
+    assert decision.replicas == 2 and decision.reason is Reason.CLAMPED_MIN
+
+
+def test_while_the_first_window_fills_it_only_reacts_to_a_breach() -> None:
+    policy = FleetSLOPolicy()
+    state = policy.initial_state(SPEC)
+    calm, state = policy.decide(obs(0.0, 10, 30.0), state, SPEC, 0.0)
+    assert calm.replicas == 10 and calm.batch_limit == 200
+    hot, _ = policy.decide(obs(15.0, 10, 30.0, tpot=0.075), state, SPEC, 15.0)
+    assert hot.reason is Reason.SCALE_UP_SLO_BREACH and hot.replicas == 15
+
+
+def test_a_doubling_of_traffic_scales_up_in_one_decision() -> None:
+    policy = FleetSLOPolicy()
+    state, t = trained_state(policy)
+    o = obs(t, 10, 60.0, tpot=tpot_for(6.0), waiting=200.0)
+    decision, _ = policy.decide(o, state, SPEC, t)
+    # Sized for the load (23), bounded to one step of max(4 pods, 100 %) per 15 s.
+    assert decision.replicas == 20
+    assert decision.reason is Reason.RATE_LIMITED and "wanted 23" in decision.message
+    assert decision.message.startswith("fleetslo: ")
+    assert decision.predicted_tpot_p90 is not None
+
+
+def test_scale_down_waits_for_the_stabilization_window_then_steps() -> None:
+    policy = FleetSLOPolicy()
+    state, t = trained_state(policy, ready=20)
+    replicas, seen = 20, []
+    for _ in range(40):  # ten minutes of low, steady traffic
+        decision, state = policy.decide(
+            obs(t, replicas, 10.0, tpot=tpot_for(10.0 / replicas)), state, SPEC, t
+        )
+        seen.append((t, decision.replicas, decision.reason))
+        replicas = decision.replicas
+        t += 15.0
+    first_down = next(time for time, n, _ in seen if n < 20)
+    assert first_down >= seen[0][0] + 60.0
+    assert replicas < 20
+    steps = [b - a for (_, a, _), (_, b, _) in itertools.pairwise(seen)]
+    assert min(steps) >= -2  # one replica or 10 % per minute
+
+
+def test_partial_data_blocks_a_scale_down_but_not_a_scale_up() -> None:
+    policy = FleetSLOPolicy()
+    state, t = trained_state(policy, ready=20)
+    low = obs(t + 400, 20, 5.0, tpot=0.021, replicas_reporting=15)
+    decision, _ = policy.decide(low, state, SPEC, t + 400)
+    assert decision.replicas == 20
+    high = obs(t, 20, 150.0, tpot=0.07, waiting=300.0, replicas_reporting=15)
+    decision, _ = policy.decide(high, state, SPEC, t)
+    assert decision.replicas > 20
+
+
+def test_the_batch_limit_follows_the_model_inside_the_spec_bounds() -> None:
+    policy = FleetSLOPolicy()
+    state, t = trained_state(policy)
+    decision, _ = policy.decide(obs(t, 10, 30.0, tpot=tpot_for(3.0)), state, SPEC, t)
+    # p90 TPOT at 95 % of 50 ms: (0.0475 - 0.02)/0.005 = 5.5 req/s per replica, x 10 s in the batch.
+    assert decision.batch_limit == 55
+    none = SPEC.model_copy(
+        update={"batch_limit": SPEC.batch_limit.model_copy(update={"actuator": BatchActuator.NONE})}
+    )
+    decision, _ = policy.decide(obs(t, 10, 30.0, tpot=tpot_for(3.0)), state, none, t)
+    assert decision.batch_limit == 200  # unchanged: this target has no batch-limit actuator
+
+
+def test_max_replicas_clamps_with_its_own_reason() -> None:
+    policy = FleetSLOPolicy()
+    state, t = trained_state(policy, ready=38)
+    decision, _ = policy.decide(obs(t, 38, 400.0, tpot=0.09, waiting=2000.0), state, SPEC, t)
+    assert decision.replicas == 40 and decision.reason is Reason.CLAMPED_MAX
