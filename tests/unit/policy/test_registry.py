@@ -14,7 +14,7 @@ from controller.policy.registry import OPTIONS, POLICIES, describe, make_policy
 
 
 def test_names_and_summaries() -> None:
-    assert POLICIES == ("static", "hpa-util", "hpa-running", "keda-waiting", "llmd-slo", "oracle")
+    assert POLICIES == ("static", "hpa-util", "hpa-running", "keda-waiting", "llmd-slo", "fleetslo", "oracle")
     assert set(describe()) == set(POLICIES)
 
 
