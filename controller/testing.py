@@ -16,6 +16,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 
 from controller import conventions as cv
+from controller.actuators.base import PodEndpoint
+from controller.settings import Target
 
 _SAMPLE = re.compile(r"^(?P<name>[^\s{]+)(?P<labels>\{.*\})?\s+(?P<value>\S+)(?P<rest>.*)$")
 
@@ -151,3 +153,22 @@ def _finished_requests(text: str) -> float:
     for snapshot in parse_vllm(text).values():
         total += snapshot.counter(cv.Counter.REQUEST_SUCCESS) or 0.0
     return total
+
+
+class FakePodDirectory:
+    """A ``PodDirectory`` whose pods a test sets: ``directory.set(target, [PodEndpoint(...)])``.
+
+    Pods are keyed by ``namespace/name``; ``lookups`` counts the calls, so a test can check that
+    an actuator asked for fresh pods instead of caching them.
+    """
+
+    def __init__(self) -> None:
+        self.by_target: dict[str, list[PodEndpoint]] = {}
+        self.lookups = 0
+
+    def set(self, target: Target, pods: list[PodEndpoint]) -> None:
+        self.by_target[f"{target.namespace}/{target.name}"] = list(pods)
+
+    def pods(self, target: Target) -> list[PodEndpoint]:
+        self.lookups += 1
+        return list(self.by_target.get(f"{target.namespace}/{target.name}", []))

@@ -26,8 +26,8 @@ async def test_every_stream_through_the_gate_is_byte_identical_to_the_direct_one
         cases = [
             (path, make(tokens, stream, usage))
             for (path, make), tokens, stream, usage in itertools.product(
-                [("/v1/chat/completions", chat), ("/v1/completions", completion)], [0, 1, 2, 40], [True, False],
-                [True, False],
+                [("/v1/chat/completions", chat), ("/v1/completions", completion)], [0, 1, 2, 40],
+                [True, False], [True, False],
             )
         ]  # fmt: skip
         direct = await asyncio.gather(*(rig.post(p, b, base=rig.upstream.url) for p, b in cases))
@@ -191,9 +191,9 @@ async def test_vllm_errors_are_relayed_as_they_are() -> None:
         assert rig.gate.stats.ttft.count == 0
 
 
-async def _until(condition: object, timeout: float = 2.0) -> None:
+async def _until(condition: object, within: float = 2.0) -> None:
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
+    deadline = loop.time() + within
     while not condition():  # type: ignore[operator]
         assert loop.time() < deadline, "condition not reached in time"
         await asyncio.sleep(0.005)
