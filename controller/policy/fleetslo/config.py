@@ -45,8 +45,8 @@ class FleetSLOConfig:
     trend_damping: float = 0.5
     #: Cap on how far the trend may extrapolate: at most this multiple of the current rate.
     max_forecast_growth: float = 1.5
-    #: The fitted model may claim at most this multiple of the highest concurrency seen.
-    max_extrapolation: float = 2.0
+    #: The fitted model may claim at most this multiple of the highest load seen meeting the targets.
+    max_extrapolation: float = 1.25
     #: Latency-model memory: points kept, and how old a point may be (seconds).
     model_points: int = 120
     model_memory_s: float = 3600.0

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-Point = tuple[float, float, float]  # (time, running per replica, p90 TPOT seconds)
+Point = tuple[float, float, float, bool]  # (time, load per replica, p90 TPOT s, both targets met)
 
 #: Below this relative spread of B the slope is noise, not signal.
 _MIN_RELATIVE_SPREAD = 0.15
@@ -30,12 +30,13 @@ class TpotModel:
     points: tuple[Point, ...] = ()
 
     def observe(
-        self, now: float, running_per_replica: float, tpot_p90: float, keep: int, memory_s: float
+        self, now: float, load: float, tpot_p90: float, *, keep: int, memory_s: float, met: bool = True
     ) -> TpotModel:
-        if running_per_replica <= 0 or tpot_p90 <= 0:
+        """Add a point; ``met`` says whether both p90 targets held at it (evidence of capacity)."""
+        if load <= 0 or tpot_p90 <= 0:
             return self
         kept = tuple(p for p in self.points if p[0] > now - memory_s)[-(keep - 1) :]
-        return TpotModel((*kept, (now, running_per_replica, tpot_p90)))
+        return TpotModel((*kept, (now, load, tpot_p90, met)))
 
     @property
     def ready(self) -> bool:
@@ -48,8 +49,8 @@ class TpotModel:
         fitted = self.fitted()
         if fitted is not None:
             return fitted
-        _, b0, y0 = self.points[-1]
-        return 0.0, y0 / b0
+        _, x0, y0, _ = self.points[-1]
+        return 0.0, y0 / x0
 
     def fitted(self) -> tuple[float, float] | None:
         """The least-squares (a, b), only when the points spread enough to carry a slope."""
@@ -67,19 +68,28 @@ class TpotModel:
         coef = self.coefficients()
         return None if coef is None else coef[0] + coef[1] * running_per_replica
 
-    def capacity(self, tpot: float, extrapolation: float) -> float | None:
-        """Concurrency per replica for p90 TPOT ``tpot``: the fit, at most ``extrapolation`` × the
-        highest concurrency seen; the proportional fallback without a fit; ``None`` without data.
+    def evidence(self) -> float | None:
+        """The highest load per replica seen with both p90 targets met: capacity proven in practice."""
+        met = [p[1] for p in self.points if p[3]]
+        return max(met) if met else None
 
-        The fallback through the newest point ignores the fixed part of the step time, so it
-        underestimates capacity: more replicas than needed, never fewer.
+    def capacity(self, tpot: float, extrapolation: float) -> float | None:
+        """Load per replica for p90 TPOT ``tpot``: the fit, at most ``extrapolation`` × the load
+        proven by evidence; the proportional fallback without a fit; ``None`` without data.
+
+        The cap makes shrinking the fleet an exploration in small steps: latency is close to linear
+        in load far from saturation and explodes near it (queueing), so a line fitted at low load
+        must not be trusted far beyond where it was seen to hold. The fallback through the newest
+        point ignores the fixed part of the step time, so it underestimates capacity: more
+        replicas than needed, never fewer.
         """
         fitted = self.fitted()
         if fitted is None:
             return self.concurrency_at(tpot)
         a, b = fitted
-        seen = max(p[1] for p in self.points)
-        return min(max(0.0, (tpot - a) / b), extrapolation * seen)
+        model = max(0.0, (tpot - a) / b)
+        evidence = self.evidence()
+        return model if evidence is None else min(model, extrapolation * evidence)
 
     def _least_squares(self) -> tuple[float, float] | None:
         if len(self.points) < _MIN_POINTS:

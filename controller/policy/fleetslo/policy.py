@@ -95,7 +95,11 @@ class FleetSLOPolicy:
         tpot = _tpot_p90(obs)
         model = state.model
         if per_replica and tpot is not None:
-            model = model.observe(now, per_replica, tpot, cfg.model_points, cfg.model_memory_s)
+            pressure = _pressure(obs, spec)
+            met = pressure is not None and pressure <= 1.0
+            model = model.observe(
+                now, per_replica, tpot, keep=cfg.model_points, memory_s=cfg.model_memory_s, met=met
+            )
         first_seen = now if state.first_seen is None else state.first_seen
         arrival = arrival_rate(obs, state.last_waiting, now)
         forecast = state.forecast
@@ -169,17 +173,24 @@ class FleetSLOPolicy:
         current = obs.replicas.provisioned
         pressure = _pressure(obs, spec)
         if pressure is not None and pressure > self.config.breach_band:
-            need = math.ceil(current * min(pressure, 2.0))
+            need = max(current, math.ceil(obs.replicas.ready * min(pressure, 2.0)))
             return _Plan(need, Reason.SCALE_UP_SLO_BREACH, f"{why}; p90 at {pressure:.2f}x target: {need}")
         return _Plan(current, Reason.STEADY, f"{why}; targets met: hold at {current}")
 
     def _ttft_feedback(self, plan: _Plan, obs: Observation, spec: FleetSLOSpec) -> _Plan:
-        """A p90 above target although the sizing says enough: add replicas in proportion."""
+        """A p90 above target although the sizing says enough: add replicas in proportion.
+
+        In proportion to the *ready* replicas, with the starting ones credited: the breach lasts
+        through their cold start, and multiplying again every decision until they serve would
+        compound one breach into a fleet many times too large.
+        """
         current = obs.replicas.provisioned
         pressure = _pressure(obs, spec)
         if pressure is None or pressure <= self.config.breach_band or plan.replicas > current:
             return plan
-        need = math.ceil(current * min(pressure, 2.0))
+        need = math.ceil(obs.replicas.ready * min(pressure, 2.0))
+        if need <= current:
+            return plan
         message = f"p90 at {pressure:.2f}x its target although sized for it: {current} -> {need}"
         return _Plan(need, Reason.SCALE_UP_SLO_BREACH, message, plan.per_replica)
 

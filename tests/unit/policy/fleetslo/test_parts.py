@@ -37,9 +37,11 @@ def test_a_fit_with_a_negative_slope_is_not_trusted() -> None:
     assert model.fitted() is None
 
 
-def test_capacity_is_capped_at_a_multiple_of_the_load_seen() -> None:
+def test_capacity_is_capped_at_a_multiple_of_the_load_proven_to_meet_the_targets() -> None:
     model = trained([(x, 0.02 + 0.0001 * x) for x in (1.0, 1.5, 2.0, 2.5)])
     assert model.capacity(0.045, 2.0) == pytest.approx(5.0)
+    breached = model.observe(10.0, 4.0, 0.0204, keep=100, memory_s=1e9, met=False)
+    assert breached.evidence() == 2.5
 
 
 def test_points_age_out_and_the_count_is_bounded() -> None:
