@@ -229,3 +229,80 @@ def window_label(seconds: float) -> str:
     if whole % 60 == 0:
         return f"{whole // 60}m"
     return f"{whole}s"
+
+
+# --------------------------------------------------------------------------------------------
+# Recording rules and alerts (``alerts/`` generates them; ``dashboards/`` and tests read them)
+# --------------------------------------------------------------------------------------------
+
+#: The ``target`` label of controller metrics and of the per-target recording rules: the
+#: FleetSLO's ``metadata.name`` (unique per spec file, one document per scaled target).
+LABEL_TARGET: Final = "target"
+LABEL_NAMESPACE: Final = "namespace"
+LABEL_MODE: Final = "mode"
+#: Burn-rate alerts carry the two windows they compare, e.g. ``long_window="1h"``.
+LABEL_LONG_WINDOW: Final = "long_window"
+LABEL_SHORT_WINDOW: Final = "short_window"
+#: Alert severities: ``page`` wakes someone, ``ticket`` waits for working hours.
+SEVERITY_PAGE: Final = "page"
+SEVERITY_TICKET: Final = "ticket"
+
+# per SLO (labels model_name, slo): the SLI over alerting windows and over the budget period
+RULE_SLO_REQUESTS_RATE5M: Final = "fleetslo:slo_requests:rate5m"
+RULE_SLO_ERRORS_RATE5M: Final = "fleetslo:slo_errors:rate5m"
+RULE_SLO_ERROR_RATIO_PERIOD: Final = "fleetslo:slo_error_ratio:period"
+RULE_SLO_BUDGET_REMAINING: Final = "fleetslo:slo_error_budget_remaining:ratio"
+# per SLO, constants from the spec, so dashboards draw the same lines the alerts use
+RULE_SLO_OBJECTIVE: Final = "fleetslo:slo_objective:ratio"
+RULE_SLO_ERROR_BUDGET: Final = "fleetslo:slo_error_budget:ratio"
+RULE_SLO_THRESHOLD: Final = "fleetslo:slo_threshold:seconds"
+#: The bucket edge the SLI actually counts at (the threshold, or the nearest edge below it).
+RULE_SLO_THRESHOLD_BUCKET: Final = "fleetslo:slo_threshold_bucket:seconds"
+RULE_SLO_PERIOD: Final = "fleetslo:slo_period:seconds"
+# per target (labels target, model_name), constants from the spec
+RULE_TARGET_INFO: Final = "fleetslo:target_info"  # value 1; labels namespace, workload, kind, mode
+RULE_TARGET_REPLICAS_MIN: Final = "fleetslo:target_replicas_min"
+RULE_TARGET_REPLICAS_MAX: Final = "fleetslo:target_replicas_max"
+RULE_TARGET_REPLICA_COST: Final = "fleetslo:target_replica_cost_per_hour"
+RULE_TARGET_GPUS_PER_REPLICA: Final = "fleetslo:target_gpus_per_replica"
+# fleet-wide (label model_name), from vLLM's gauges under any stored name
+RULE_VLLM_WAITING: Final = "fleetslo:vllm_requests_waiting:sum"
+RULE_VLLM_RUNNING: Final = "fleetslo:vllm_requests_running:sum"
+
+
+def rule_slo_error_ratio(window: str) -> str:
+    """The recorded share of requests over the threshold in ``window`` (``5m``, ``1h``, ``3d``)."""
+    return f"fleetslo:slo_error_ratio:rate{window}"
+
+
+class AlertName(StrEnum):
+    """Every alert fleetslo generates; the runbook in alerts/README.md has one section per name."""
+
+    TTFT_BUDGET_BURN = "FleetsloTTFTErrorBudgetBurn"
+    TPOT_BUDGET_BURN = "FleetsloTPOTErrorBudgetBurn"
+    SLO_BUCKET_MISSING = "FleetsloSLOThresholdBucketMissing"
+    MODEL_NOT_SCRAPED = "FleetsloModelNotScraped"
+    VLLM_TARGET_DOWN = "FleetsloVllmTargetDown"
+    ENGINE_DOWN = "FleetsloEngineDown"
+    SIDECAR_DOWN = "FleetsloSidecarDown"
+    ENGINE_METRICS_STALE = "FleetsloEngineMetricsStale"
+    QUEUE_GROWING = "FleetsloQueueGrowing"
+    KV_CACHE_NEAR_FULL = "FleetsloKVCacheNearFull"
+    PREEMPTIONS = "FleetsloPreemptions"
+    VLLM_ADMISSION_REJECTIONS = "FleetsloVllmAdmissionRejections"
+    GATE_REJECTIONS = "FleetsloGateRejections"
+    GPU_COLLECTOR_DOWN = "FleetsloGpuCollectorDown"
+    GPU_LOST = "FleetsloGpuLost"
+    GPU_TEMPERATURE_HIGH = "FleetsloGpuTemperatureHigh"
+    GPU_ECC_UNCORRECTABLE = "FleetsloGpuEccUncorrectable"
+    GPU_ECC_CORRECTABLE = "FleetsloGpuEccCorrectableRising"
+    GPU_POWER_THROTTLING = "FleetsloGpuPowerThrottling"
+    CONTROLLER_NO_LEADER = "FleetsloControllerNoLeader"
+    CONTROLLER_STALE_METRICS = "FleetsloControllerStaleMetrics"
+    CONTROLLER_ACTUATION_FAILING = "FleetsloControllerActuationFailing"
+    PINNED_AT_MAX = "FleetsloPinnedAtMaxReplicasWhileBurning"
+
+
+def promql_name_regex(canonical: str, suffix: str = "") -> str:
+    """``promql_names`` as one ``__name__=~`` alternation (names hold no regex metacharacters)."""
+    return "|".join(promql_names(canonical, suffix))

@@ -78,11 +78,28 @@ class Target(_Frozen):
 
 
 class Objective(_Frozen):
-    """``quantile`` of a latency must stay at or under ``threshold`` over ``window``."""
+    """``quantile`` of a latency must stay at or under ``threshold`` over ``window``.
+
+    ``buckets`` are the latency histogram's bucket edges when vLLM runs with
+    ``--custom-histogram-buckets`` (unset: vLLM's defaults). Alert rules count requests over the
+    threshold from the bucket at the threshold, so they need to know which edges exist.
+    """
 
     quantile: float = Field(default=0.9, gt=0, lt=1)
     threshold: PositiveDuration
     window: PositiveDuration = 60.0
+    buckets: tuple[float, ...] | None = None
+
+    @field_validator("buckets")
+    @classmethod
+    def _check_buckets(cls, value: tuple[float, ...] | None) -> tuple[float, ...] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("must list at least one bucket edge (or be left out)")
+        if any(b <= 0 for b in value) or any(b >= a for b, a in zip(value, value[1:], strict=False)):
+            raise ValueError("edges must be positive and strictly increasing, as vLLM requires")
+        return value
 
 
 class Availability(_Frozen):
@@ -91,10 +108,24 @@ class Availability(_Frozen):
     target: float = Field(gt=0, lt=1)
 
 
+#: Bounds on the error-budget period: at least a day, at most a year.
+PERIOD_MIN, PERIOD_MAX = 86_400.0, 366 * 86_400.0
+
+
 class Objectives(_Frozen):
+    """The latency objectives, and the period their error budget is counted over (default 28d)."""
+
     ttft: Objective
     tpot: Objective
     availability: Availability | None = None
+    period: PositiveDuration = 28 * 86_400.0
+
+    @field_validator("period")
+    @classmethod
+    def _check_period(cls, value: float) -> float:
+        if not PERIOD_MIN <= value <= PERIOD_MAX:
+            raise ValueError("must be between 1d and 366d")
+        return value
 
 
 class Replicas(_Frozen):

@@ -1,0 +1,192 @@
+"""The burn-rate alerts, run by promtool on generated rules: each tier fires on the breach it is
+for, at the minute the window math predicts (long and short window over the threshold, then
+``for:``), and stays quiet on healthy traffic, on a burn below its threshold, and on a short spike.
+
+Scenarios are per-interval bad fractions; ``simulate`` predicts every tier's state at every
+evaluation from exactly the ratio Prometheus computes (samples on both window edges, 2.x).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from alerts.rules import Alert
+from alerts.spec import target_spec
+from alerts.target_rules import target_group
+from controller import conventions as cv
+from tests.unit.alerts.promtool_support import MODEL, expected, run_promtool, spec, write_rules
+
+pytestmark = pytest.mark.integration
+
+REQUESTS_PER_STEP = 100
+BASE = 100_000  # counters start high so rate() never extrapolates below zero
+
+
+@dataclass(frozen=True)
+class Scenario:
+    step_minutes: int
+    bad: Sequence[float]  # share of requests over the threshold during each step
+
+    @cached_property
+    def counts(self) -> tuple[list[int], list[int]]:
+        """Cumulative ``_count`` and ``_bucket{le=threshold}`` samples, one per step boundary."""
+        total, good = [BASE], [BASE]
+        for b in self.bad:
+            total.append(total[-1] + REQUESTS_PER_STEP)
+            good.append(good[-1] + round(REQUESTS_PER_STEP * (1 - b)))
+        return total, good
+
+    def ratio(self, t: int, window_minutes: float) -> float | None:
+        """The error ratio over ``window`` at step ``t``, as Prometheus computes it, or None."""
+        total, good = self.counts
+        start = max(0, t - int(window_minutes // self.step_minutes))
+        if t - start < 1:
+            return None
+        return 1 - (good[t] - good[start]) / (total[t] - total[start])
+
+
+def burn_alerts(name: cv.AlertName) -> list[Alert]:
+    return [a for a in target_group(target_spec(spec())).alerts() if a.alert == name]
+
+
+def threshold(alert: Alert) -> float:
+    return float(alert.expr.split(" > ")[1].split("\n")[0])
+
+
+def minutes(label: str) -> float:
+    value, unit = float(label[:-1]), label[-1]
+    return value * {"m": 1, "h": 60, "d": 1440}[unit]
+
+
+def simulate(scenario: Scenario, alerts: Sequence[Alert]) -> list[list[Alert]]:
+    """The alerts firing at each evaluation step (evaluation interval = the scenario's step)."""
+    since: dict[int, int | None] = dict.fromkeys(range(len(alerts)))
+    firing = []
+    for t in range(len(scenario.bad) + 1):
+        now = []
+        for i, a in enumerate(alerts):
+            thr = threshold(a)
+            long = scenario.ratio(t, minutes(a.labels[cv.LABEL_LONG_WINDOW]))
+            short = scenario.ratio(t, minutes(a.labels[cv.LABEL_SHORT_WINDOW]))
+            for r in (long, short):
+                assert r is None or abs(r - thr) > 1e-9, "scenario sits on a threshold: pick another"
+            if long is not None and short is not None and long > thr and short > thr:
+                since[i] = t if since[i] is None else since[i]
+                if (t - since[i]) * scenario.step_minutes >= minutes(a.hold):
+                    now.append(a)
+            else:
+                since[i] = None
+        firing.append(now)
+    return firing
+
+
+def alert_test(name: cv.AlertName, scenario: Scenario, t: int, firing: list[Alert]) -> dict[str, Any]:
+    series = {cv.MODEL_LABEL: MODEL, cv.LABEL_SLO: firing[0].labels[cv.LABEL_SLO]} if firing else {}
+    exp = []
+    for a in firing:
+        value = scenario.ratio(t, minutes(a.labels[cv.LABEL_LONG_WINDOW]))
+        assert value is not None
+        exp.append(expected(a, series, value))
+    return {"eval_time": f"{t * scenario.step_minutes}m", "alertname": name.value, "exp_alerts": exp}
+
+
+def checks(name: cv.AlertName, scenario: Scenario, alerts: Sequence[Alert]) -> list[dict[str, Any]]:
+    """An alert test at every step where the firing set changes, and the step before it."""
+    timeline = simulate(scenario, alerts)
+    times = {0, len(timeline) - 1}
+    for t in range(1, len(timeline)):
+        if timeline[t] != timeline[t - 1]:
+            times.update((t - 1, t))
+    return [alert_test(name, scenario, t, timeline[t]) for t in sorted(times)]
+
+
+def histogram_series(scenario: Scenario, base: str, le: str, engines: int = 1) -> list[dict[str, str]]:
+    """The histogram split evenly over ``engines`` data-parallel engines (each its own series)."""
+    total, good = scenario.counts
+    out = []
+    for engine in range(engines):
+        labels = f'model_name="{MODEL}", engine="{engine}"'
+        out.append(
+            {"series": f"{base}_count{{{labels}}}", "values": " ".join(str(v / engines) for v in total)}
+        )
+        out.append(
+            {
+                "series": f'{base}_bucket{{{labels}, le="{le}"}}',
+                "values": " ".join(str(v / engines) for v in good),
+            }
+        )
+    return out
+
+
+def promtool_case(
+    name: cv.AlertName, scenario: Scenario, base: str, le: str, engines: int = 1
+) -> dict[str, Any]:
+    return {
+        "name": f"{name.value} {scenario.step_minutes}m x {len(scenario.bad)}",
+        "interval": f"{scenario.step_minutes}m",
+        "input_series": histogram_series(scenario, base, le, engines),
+        "alert_rule_test": checks(name, scenario, burn_alerts(name)),
+    }
+
+
+TTFT = cv.AlertName.TTFT_BUDGET_BURN
+TTFT_BASE = "vllm:time_to_first_token_seconds"
+
+
+def outage() -> Scenario:
+    """3 h healthy, then 95 % of requests slow for 5 h: each tier fires in turn."""
+    return Scenario(1, [0.0] * 180 + [0.95] * 300)
+
+
+def test_every_ttft_tier_fires_at_the_predicted_minute_of_an_outage(tmp_path: Path) -> None:
+    timeline = simulate(outage(), burn_alerts(TTFT))
+    fired = {
+        a.labels[cv.LABEL_LONG_WINDOW]: next(t for t, f in enumerate(timeline) if a in f)
+        for a in burn_alerts(TTFT)
+    }
+    # p90 over 28d: error-ratio thresholds 0.55 (1h, 6h), 0.28 (1d), 0.0933 (3d). A full window
+    # of w minutes with k bad ones holds 0.95 k / w: over 0.55 after k = 35 (1h) and k = 209 (6h,
+    # full from t = 360). The 1d and 3d windows reach back to the start of the data, where the
+    # ratio is 0.95 (t - 180) / t: over 0.28 from t = 256, over 0.0933 from t = 200. Then each
+    # tier's for: 2m, 15m, 1h, 3h.
+    assert fired == {"1h": 180 + 35 + 2, "6h": 180 + 209 + 15, "1d": 256 + 60, "3d": 200 + 180}
+    rules = write_rules(tmp_path, [spec()])
+    run_promtool(tmp_path, rules, [promtool_case(TTFT, outage(), TTFT_BASE, "0.5")])
+
+
+def test_a_burn_below_the_page_threshold_only_opens_tickets(tmp_path: Path) -> None:
+    scenario = Scenario(1, [0.5] * 200)
+    timeline = simulate(scenario, burn_alerts(TTFT))
+    assert {a.labels[cv.LABEL_SEVERITY] for f in timeline for a in f} == {cv.SEVERITY_TICKET}
+    # Two data-parallel engines: the SLI sums them (and would sum replicas the same way).
+    case = promtool_case(TTFT, scenario, TTFT_BASE, "0.5", engines=2)
+    run_promtool(tmp_path, write_rules(tmp_path, [spec()]), [case])
+
+
+def test_healthy_traffic_within_budget_never_alerts(tmp_path: Path) -> None:
+    scenario = Scenario(1, [0.05, 0.09, 0.0, 0.08] * 60)
+    assert not any(simulate(scenario, burn_alerts(TTFT)))
+    run_promtool(tmp_path, write_rules(tmp_path, [spec()]), [promtool_case(TTFT, scenario, TTFT_BASE, "0.5")])
+
+
+def test_a_short_spike_after_a_long_healthy_history_does_not_page(tmp_path: Path) -> None:
+    """20 minutes of total outage after a healthy day: the long windows keep every tier quiet."""
+    scenario = Scenario(5, [0.0] * 288 + [1.0] * 4 + [0.0] * 24)
+    assert not any(simulate(scenario, burn_alerts(TTFT)))
+    case = promtool_case(TTFT, scenario, TTFT_BASE, "0.5")
+    run_promtool(tmp_path, write_rules(tmp_path, [spec()]), [case], evaluation_interval="5m")
+
+
+def test_tpot_tiers_fire_on_escaped_vllm_underscore_names(tmp_path: Path) -> None:
+    """Prometheus 2.x scraping prometheus-client >= 0.23 stores vllm_…: the rules read it too."""
+    name = cv.AlertName.TPOT_BUDGET_BURN
+    scenario = Scenario(1, [0.0] * 60 + [0.73] * 120)
+    assert any(simulate(scenario, burn_alerts(name)))
+    case = promtool_case(name, scenario, "vllm_request_time_per_output_token_seconds", "0.05")
+    run_promtool(tmp_path, write_rules(tmp_path, [spec()]), [case])
