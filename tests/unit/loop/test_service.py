@@ -1,0 +1,98 @@
+"""``fleetslo run`` as a process part: scheduler ticks, health and metrics endpoints, shutdown, CLI errors."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from controller.actuators.fleet import FleetActuator
+from controller.actuators.wrappers import DryRunReplicas, MeasuredReplicas
+from controller.audit import Auditor
+from controller.cli import main
+from controller.controller_metrics import ControllerMetrics
+from controller.controller_settings import ControllerSettings
+from controller.loop import Binding, Controller
+from controller.policy.registry import make_policy
+from controller.service import Actuators, Running, Service, make_fleet
+from controller.settings import load
+from controller.testing import FakeReplicaActuator, FakeSource
+from tests.loop_support import make_slo
+
+
+def wait_for(url: str, status: int = 200, timeout: float = 5.0) -> httpx.Response:
+    deadline = time.monotonic() + timeout
+    while True:
+        response = httpx.get(url, timeout=1.0)
+        if response.status_code == status or time.monotonic() > deadline:
+            return response
+        time.sleep(0.05)
+
+
+def test_the_service_ticks_every_target_and_serves_health_and_metrics() -> None:
+    settings = load(ControllerSettings, {"listen": "127.0.0.1:0", "interval": "200ms", "policy": "static"})
+    slos = [make_slo("a", replicas=(2, 5)), make_slo("b", replicas=(3, 5))]
+    metrics, workload = ControllerMetrics(), FakeReplicaActuator(initial=1)
+    bindings = [
+        Binding(s, make_policy("static", s.spec), FakeSource(), FleetActuator(workload)) for s in slos
+    ]
+    controller = Controller(
+        bindings, Auditor(metrics), leader=type("L", (), {"is_leader": lambda self: True})()
+    )
+    service = Service(Running(controller, metrics, None), settings).start()
+    try:
+        base = f"http://127.0.0.1:{service.port}"
+        assert wait_for(f"{base}/readyz").status_code == 200
+        assert httpx.get(f"{base}/healthz").status_code == 200
+        page = httpx.get(f"{base}/metrics").text
+        assert 'fleetslo_controller_decisions_total{reason="FixedSize",target="a"}' in page
+        assert "fleetslo_controller_leader 1.0" in page
+        assert httpx.get(f"{base}/nope").status_code == 404
+    finally:
+        service.stop()
+    assert sorted(workload.writes) == [("infer/a", 2), ("infer/b", 3)]
+
+
+def test_advisory_targets_get_dry_run_actuators_inside_the_measured_ones() -> None:
+    metrics, actuators = ControllerMetrics(), Actuators(FakeReplicaActuator())
+    advisory = make_fleet(make_slo("a", mode="advisory"), actuators, metrics, dry_run=False, drain=True)
+    enforced = make_fleet(make_slo("b"), actuators, metrics, dry_run=False, drain=True)
+    assert isinstance(advisory.replicas, MeasuredReplicas) and isinstance(
+        advisory.replicas.inner, DryRunReplicas
+    )
+    assert isinstance(enforced.replicas, MeasuredReplicas) and isinstance(
+        enforced.replicas.inner, FakeReplicaActuator
+    )
+    assert enforced.drainer is None  # no gate: nothing can drain, scale-downs are plain
+
+
+@pytest.fixture
+def keep_log_handlers() -> Iterator[None]:
+    """``main`` installs a JSON handler on the root logger's current stderr; put the old ones back."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:], root.level = handlers, level
+
+
+@pytest.mark.usefixtures("keep_log_handlers")
+def test_run_rejects_bad_input_with_exit_status_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--slo", str(tmp_path / "missing.yaml")]) == 2
+    slo = tmp_path / "slo.yaml"
+    slo.write_text("apiVersion: fleetslo/v1\nkind: FleetSLO\nmetadata: {name: a}\nspec: {}\n")
+    assert main(["run", "--slo", str(slo)]) == 2
+    assert "spec.target: required" in capsys.readouterr().err
+    config = tmp_path / "controller.yaml"
+    config.write_text("leader_election: {lease_duration: 1s}\n")
+    good = tmp_path / "good.yaml"
+    good.write_text(
+        "apiVersion: fleetslo/v1\nkind: FleetSLO\nmetadata: {name: a}\nspec:\n"
+        "  target: {name: a, model_name: m}\n  objectives: {ttft: {threshold: 2s}, tpot: {threshold: 50ms}}\n"
+        "  replicas: {max: 4}\n"
+    )
+    assert main(["run", "--slo", str(good), "--config", str(config)]) == 2
+    assert "lease_duration" in capsys.readouterr().err
