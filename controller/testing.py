@@ -11,13 +11,14 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 
 from controller import conventions as cv
-from controller.actuators.base import PodEndpoint
-from controller.settings import Target
+from controller.actuators.base import ActuationResult, PodEndpoint, ScaleState
+from controller.model import Observation, ReplicaCounts
+from controller.settings import FleetSLO, Target
 
 _SAMPLE = re.compile(r"^(?P<name>[^\s{]+)(?P<labels>\{.*\})?\s+(?P<value>\S+)(?P<rest>.*)$")
 
@@ -172,3 +173,148 @@ class FakePodDirectory:
     def pods(self, target: Target) -> list[PodEndpoint]:
         self.lookups += 1
         return list(self.by_target.get(f"{target.namespace}/{target.name}", []))
+
+
+# --------------------------------------------------------------------------------------------
+# The controller's parts: source, actuators, events (the loop's scenario tests and the demo)
+# --------------------------------------------------------------------------------------------
+
+
+def _key(target: Target) -> str:
+    return f"{target.namespace}/{target.name}"
+
+
+class FakeSource:
+    """A ``Source`` a test steers: ``fn(slo, replicas, batch_limit, now)`` builds the observation
+    (default: one with no signals), ``error`` is raised instead; ``calls`` records (name, now)."""
+
+    def __init__(
+        self, fn: Callable[[FleetSLO, ReplicaCounts, int | None, float], Observation] | None = None
+    ) -> None:
+        self.fn = fn
+        self.error: Exception | None = None
+        self.calls: list[tuple[str, float]] = []
+
+    def observe(
+        self, slo: FleetSLO, replicas: ReplicaCounts, batch_limit: int | None, now: float
+    ) -> Observation:
+        self.calls.append((slo.metadata.name, now))
+        if self.error is not None:
+            raise self.error
+        if self.fn is not None:
+            return self.fn(slo, replicas, batch_limit, now)
+        return Observation(slo.metadata.name, now, 60.0, replicas, batch_limit=batch_limit)
+
+
+class FakeReplicaActuator:
+    """Replicas in memory: ``scale`` sets the desired count, ``settle()`` makes it all ready.
+
+    ``errors[(op, "ns/name")]`` (op ``read`` or ``scale``) is raised on that call; ``writes``
+    records every scale that changed something, as ``("ns/name", replicas)``.
+    """
+
+    def __init__(self, initial: int = 1) -> None:
+        self.initial = initial
+        self.desired: dict[str, int] = {}
+        self.ready: dict[str, int] = {}
+        self.writes: list[tuple[str, int]] = []
+        self.errors: dict[tuple[str, str], Exception] = {}
+        self.calls: list[tuple[str, str]] = []
+
+    def set(self, target: Target, desired: int, ready: int | None = None) -> None:
+        self.desired[_key(target)] = desired
+        self.ready[_key(target)] = desired if ready is None else ready
+
+    def settle(self) -> None:
+        self.ready.update(self.desired)
+
+    def _enter(self, op: str, target: Target) -> str:
+        key = _key(target)
+        self.calls.append((op, key))
+        if (op, key) in self.errors:
+            raise self.errors[(op, key)]
+        self.desired.setdefault(key, self.initial)
+        self.ready.setdefault(key, self.desired[key])
+        return key
+
+    def read(self, target: Target) -> ScaleState:
+        key = self._enter("read", target)
+        desired, ready = self.desired[key], self.ready[key]
+        counts = ReplicaCounts(min(ready, desired), max(0, desired - ready), max(0, ready - desired))
+        return ScaleState(desired, counts)
+
+    def scale(self, target: Target, replicas: int) -> ActuationResult:
+        key = self._enter("scale", target)
+        if self.desired[key] == replicas:
+            return ActuationResult(False, f"{key} already has {replicas}")
+        before, self.desired[key] = self.desired[key], replicas
+        self.ready[key] = min(self.ready[key], replicas)
+        self.writes.append((key, replicas))
+        return ActuationResult(True, f"scaled {key} from {before} to {replicas}")
+
+
+class FakeBatchLimitActuator:
+    """Batch limits in memory; ``error`` is raised by ``set_limit``; ``writes`` records changes."""
+
+    def __init__(self, initial: int | None = None) -> None:
+        self.limits: dict[str, int | None] = {}
+        self.initial = initial
+        self.writes: list[tuple[str, int]] = []
+        self.error: Exception | None = None
+
+    def read_limit(self, target: Target) -> int | None:
+        return self.limits.get(_key(target), self.initial)
+
+    def set_limit(self, target: Target, limit: int) -> ActuationResult:
+        if self.error is not None:
+            raise self.error
+        if self.read_limit(target) == limit:
+            return ActuationResult(False, f"{_key(target)} already at limit {limit}")
+        self.limits[_key(target)] = limit
+        self.writes.append((_key(target), limit))
+        return ActuationResult(True, f"set limit of {_key(target)} to {limit}")
+
+
+class FakeDrainer:
+    """Drains pods named ``<target>-drained-<n>``; ``short_by`` drains that many fewer than asked."""
+
+    def __init__(self) -> None:
+        self.short_by = 0
+        self.drained: list[tuple[str, list[str]]] = []
+        self.resumed: list[tuple[str, list[str]]] = []
+        self._serial = 0
+
+    def drain(self, target: Target, count: int) -> list[str]:
+        names = []
+        for _ in range(max(0, count - self.short_by)):
+            self._serial += 1
+            names.append(f"{target.name}-drained-{self._serial}")
+        self.drained.append((_key(target), names))
+        return names
+
+    def resume(self, target: Target, names: Sequence[str]) -> None:
+        self.resumed.append((_key(target), list(names)))
+
+
+class FakePodMarker:
+    """Records which pods were marked for removal and unmarked."""
+
+    def __init__(self) -> None:
+        self.marked: list[tuple[str, list[str]]] = []
+        self.unmarked: list[tuple[str, list[str]]] = []
+
+    def mark(self, target: Target, names: Sequence[str]) -> None:
+        self.marked.append((_key(target), list(names)))
+
+    def unmark(self, target: Target, names: Sequence[str]) -> None:
+        self.unmarked.append((_key(target), list(names)))
+
+
+class FakeEventSink:
+    """Records Kubernetes Events as ``(target name, reason, message, warning)``."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str, bool]] = []
+
+    def event(self, target: Target, reason: str, message: str, *, warning: bool = False) -> None:
+        self.events.append((target.name, reason, message, warning))
