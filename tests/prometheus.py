@@ -29,15 +29,27 @@ class PrometheusServer:
     """``with PrometheusServer(tmp_path, scrape_targets) as prom: prom.query(...)``."""
 
     def __init__(
-        self, workdir: Path, targets: list[str], interval: str = "1s", rule_files: list[str] | None = None
+        self,
+        workdir: Path,
+        targets: list[str],
+        interval: str = "1s",
+        rule_files: list[str] | None = None,
+        *,
+        scrape_configs: list[dict[str, Any]] | None = None,
+        external_labels: dict[str, str] | None = None,
     ):
+        """``scrape_configs`` (full jobs, e.g. with ``metric_relabel_configs``) replace the single
+        ``test`` job that ``targets`` would make."""
         self.binary = require_tool("prometheus", "apt-get install prometheus")
         self.workdir = workdir
         self.port = free_port()
         config: dict[str, Any] = {
             "global": {"scrape_interval": interval, "evaluation_interval": interval},
-            "scrape_configs": [{"job_name": "test", "static_configs": [{"targets": targets}]}],
+            "scrape_configs": scrape_configs
+            or [{"job_name": "test", "static_configs": [{"targets": targets}]}],
         }
+        if external_labels:
+            config["global"]["external_labels"] = external_labels
         if rule_files:
             config["rule_files"] = rule_files
         self.config_path = workdir / "prometheus.yml"
@@ -97,6 +109,13 @@ class PrometheusServer:
             raise AssertionError(f"query failed: {promql}: {body}")
         result: list[dict[str, Any]] = body["data"]["result"]
         return result
+
+    def api(self, path: str) -> Any:
+        """``data`` of a GET on the HTTP API (``rules``, ``targets``, ``label/__name__/values``)."""
+        body = httpx.get(f"{self.url}/api/v1/{path}", timeout=10).json()
+        if body.get("status") != "success":
+            raise AssertionError(f"GET /api/v1/{path} failed: {body}")
+        return body["data"]
 
     def wait_for(self, promql: str, predicate: Any = bool, timeout: float = 30.0) -> list[dict[str, Any]]:
         """Poll a query until ``predicate(result)`` holds."""
