@@ -28,8 +28,17 @@ from controller.policy.fleetslo.latency_model import TpotModel
 from controller.policy.stages import Step, clamp, cooldown, rate_limit, stabilize
 from controller.settings import BatchActuator, FleetSLOSpec
 
-#: Smoothing of the service-time estimate, per decision.
-_SERVICE_SMOOTHING = 0.3
+#: Smoothing of the service-time estimate, per decision: ``running`` is an instant gauge that
+#: swings ±50 % between scrapes while the completion rate is a one-minute average.
+_SERVICE_SMOOTHING = 0.1
+#: The running batch fluctuates around its mean; the gate's limit leaves it this much room above
+#: the mean concurrency the model allows, so the limit bites only under real overload.
+_BURST_ROOM = 1.5
+#: The instant load overrides the forecast only once requests queue: waiting above this share of
+#: the running ones (below it, ``running`` alone is scrape-to-scrape noise, not a spike).
+_QUEUE_SHARE = 0.1
+#: How fast the sizing capacity follows the latency model, per decision.
+_CAPACITY_SMOOTHING = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +56,9 @@ class FleetSLOState:
     last_change_at: float | None = None
     #: When the policy first saw data: until one window has passed, windowed rates are partial.
     first_seen: float | None = None
+    #: Smoothed per-replica capacity (requests/s at the sizing margin): one new point can rotate the
+    #: fitted line; sizing on the raw fit would grow the fleet a minute after shrinking it.
+    capacity: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,9 +118,11 @@ class FleetSLOPolicy:
         if arrival is not None and now - first_seen >= obs.window:
             # A window that began before the first data under-counts: keep it out of the trend.
             forecast = forecast.update(now, arrival, cfg.trend_window_s)
+        learned = replace(state, model=model)
         return replace(
             state,
             first_seen=first_seen,
+            capacity=self._smoothed_capacity(obs, learned, spec),
             model=model,
             forecast=forecast,
             service_time=_service_time(obs, state.service_time),
@@ -137,7 +151,7 @@ class FleetSLOPolicy:
         current = obs.replicas.provisioned
         if self._warming_up(state, obs):
             return self._feedback_plan(obs, spec, "first window filling")
-        capacity = self._capacity(state, spec, cfg.tpot_margin, state.correction)
+        capacity = None if state.capacity is None else state.capacity * state.correction
         arrival = arrival_rate(obs, state.last_waiting, obs.at)
         if capacity is None or capacity <= 0 or arrival is None or state.service_time is None:
             return self._feedback_plan(obs, spec, "learning the latency model")
@@ -146,16 +160,40 @@ class FleetSLOPolicy:
         expected = state.forecast.ahead(horizon, arrival, cfg.trend_damping, cfg.max_forecast_growth)
         # Requests in the system now, as the rate that keeps them there (Little's law): a spike
         # shows in running + waiting within seconds, long before it fills a one-minute rate.
-        instant = _instant_load(obs) / state.service_time
+        queueing = (obs.waiting or 0.0) > _QUEUE_SHARE * (obs.running or 0.0)
+        instant = _instant_load(obs) / state.service_time if queueing else 0.0
         load = max(expected, instant)
         need = max(1, math.ceil(load / per_replica)) if load > 0 else spec.replicas.min
         forecast_load, instant_load = expected, instant
         sizing = _Sizing(need, current, expected, arrival, forecast_load, instant_load, per_replica)
+        if need < current:
+            # Shrinking is sized against a lower capacity than growing (the dead band) and for the
+            # busiest arrival rate of the last few minutes, not the latest one: one quiet minute
+            # between two busy ones must not shed a replica that the next minute asks back.
+            peak = max([load, *(rate for _, rate in state.forecast.samples)])
+            need = min(current, max(1, math.ceil(peak / (per_replica * (1 - cfg.hysteresis)))))
+            sizing = replace(sizing, need=need)
         plan = _Plan(need, *sizing.why(), per_replica)
         plan = self._ttft_feedback(plan, obs, spec)
         if plan.replicas < current:
             plan = self._safe_scale_down(plan, obs, state, spec, load)
         return plan
+
+    def _smoothed_capacity(self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec) -> float | None:
+        """Capacity follows the model slowly, except downwards while a p90 breaches its target.
+
+        ``None`` until the model has a real fit: sizing on the proportional fallback alone would
+        grow a healthy fleet for no reason, so until then only a breach moves it (feedback).
+        """
+        if state.model.fitted() is None:
+            return state.capacity
+        raw = self._capacity(state, spec, self.config.tpot_margin, 1.0)
+        if raw is None or state.capacity is None:
+            return raw
+        pressure = _pressure(obs, spec)
+        if raw < state.capacity and pressure is not None and pressure > self.config.breach_band:
+            return raw
+        return _CAPACITY_SMOOTHING * raw + (1 - _CAPACITY_SMOOTHING) * state.capacity
 
     def _capacity(
         self, state: FleetSLOState, spec: FleetSLOSpec, share: float, correction: float
@@ -287,15 +325,18 @@ class FleetSLOPolicy:
         """Per-replica sequences at which p90 TPOT is predicted at its share of the target."""
         if spec.batch_limit.actuator == BatchActuator.NONE or self._warming_up(state, obs):
             return None
-        # The model alone, without the sizing correction: the limit protects TPOT, and cutting it
-        # below what the model says only trades a TPOT breach for a TTFT one.
-        at = self._capacity(state, spec, self.config.batch_limit_tpot_share, 1.0)
+        # The model alone, without the sizing correction and with a looser cap on extrapolation: the
+        # limit protects TPOT under overload; set too low it only trades a TPOT breach for queueing
+        # (a TTFT breach) and makes the fleet look busier than it is.
+        target = spec.objectives.tpot.threshold
+        at = state.model.capacity(target, 2 * self.config.max_extrapolation)
         if at is None:
             return None
         if state.service_time is None:
             return None
-        # Sequences per replica = completions per replica × time in the batch (Little's law).
-        sequences = at * state.service_time
+        # Sequences per replica = completions per replica × time in the batch (Little's law), with
+        # room for the batch's swings around that mean.
+        sequences = at * state.service_time * _BURST_ROOM
         # Never below what the fleet runs now while it meets TPOT: evidence beats the model.
         tpot = _tpot_p90(obs)
         if tpot is not None and tpot <= spec.objectives.tpot.threshold:

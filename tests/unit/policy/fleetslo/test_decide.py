@@ -97,9 +97,9 @@ def test_a_doubling_of_traffic_scales_up_in_one_decision() -> None:
     state, t = trained_state(policy)
     o = obs(t, 10, 60.0, tpot=tpot_for(6.0), waiting=200.0)
     decision, _ = policy.decide(o, state, SPEC, t)
-    # Sized for the load (23), bounded to one step of max(4 pods, 100 %) per 15 s.
+    # Sized for the load with 20 % headroom (25), bounded to one step of max(4 pods, 100 %) per 15 s.
     assert decision.replicas == 20
-    assert decision.reason is Reason.RATE_LIMITED and "wanted 23" in decision.message
+    assert decision.reason is Reason.RATE_LIMITED and "wanted 25" in decision.message
     assert decision.message.startswith("fleetslo: ")
     assert decision.predicted_tpot_p90 is not None
 
@@ -119,7 +119,7 @@ def test_scale_down_waits_for_the_stabilization_window_then_steps() -> None:
     assert first_down >= seen[0][0] + 60.0
     assert replicas < 20
     steps = [b - a for (_, a, _), (_, b, _) in itertools.pairwise(seen)]
-    assert min(steps) >= -2  # one replica or 10 % per minute
+    assert min(steps) >= -4  # one replica or 20 % per minute
 
 
 def test_partial_data_blocks_a_scale_down_but_not_a_scale_up() -> None:
@@ -137,8 +137,8 @@ def test_the_batch_limit_follows_the_model_inside_the_spec_bounds() -> None:
     policy = FleetSLOPolicy()
     state, t = trained_state(policy)
     decision, _ = policy.decide(obs(t, 10, 30.0, tpot=tpot_for(3.0)), state, SPEC, t)
-    # p90 TPOT at 95 % of 50 ms: (0.0475 - 0.02)/0.005 = 5.5 req/s per replica, x 10 s in the batch.
-    assert decision.batch_limit == 55
+    # p90 TPOT at 50 ms: (0.05 - 0.02)/0.005 = 6 req/s per replica, x 10 s in the batch, x 1.5 room.
+    assert decision.batch_limit == 90
     none = SPEC.model_copy(
         update={"batch_limit": SPEC.batch_limit.model_copy(update={"actuator": BatchActuator.NONE})}
     )
