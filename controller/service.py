@@ -12,8 +12,8 @@ Files and the environment are read by ``cli.py`` and handed in as ``Environment`
 
 from __future__ import annotations
 
-import importlib
 import logging
+import ssl
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -30,6 +30,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from controller.actuators.base import BatchLimitActuator, Drainer, PodDirectory, ReplicaActuator
 from controller.actuators.engine_args import EngineArgsActuator
 from controller.actuators.fleet import FleetActuator
+from controller.actuators.gate import GateActuator
 from controller.actuators.kubernetes import KubeReplicaActuator
 from controller.actuators.wrappers import (
     DryRunBatchLimit,
@@ -78,7 +79,8 @@ class Actuators:
 
     replicas: ReplicaActuator
     engine_args: BatchLimitActuator | None = None
-    gate: Any = None  # BatchLimitActuator and Drainer (the gate actuator), if configured
+    #: Both a ``BatchLimitActuator`` and a ``Drainer`` (the sidecar gate's admin API), if configured.
+    gate: GateActuator | None = None
     marker: PodMarker | None = None
 
 
@@ -121,20 +123,24 @@ def make_source(settings: ControllerSettings, env: Environment, pods: PodDirecto
         return DirectSource(pods, port=d.port, scheme=d.scheme, timeout=d.timeout,
                             interval=settings.interval, gpu_utilization=d.gpu_utilization)  # fmt: skip
     p = settings.source.prometheus
-    verify: str | bool = False if p.insecure_skip_verify else (p.ca_file or True)
+    verify: ssl.SSLContext | bool = not p.insecure_skip_verify
+    if p.ca_file and not p.insecure_skip_verify:
+        try:
+            verify = ssl.create_default_context(cafile=p.ca_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(f"source.prometheus.ca_file: cannot load {p.ca_file} ({exc})") from exc
     prom = PrometheusClient(p.url, timeout=p.timeout, token=env.prometheus_token, verify=verify)
     return PrometheusSource(prom, max_age=p.max_age, namespace_label=p.namespace_label,
                             pod_label=p.pod_label, extra_matchers=p.extra_matchers)  # fmt: skip
 
 
-def make_gate(settings: ControllerSettings, env: Environment, pods: PodDirectory) -> Any:
-    """The gate actuator (imported here: it is a separate part that a build may leave out)."""
+def make_gate(settings: ControllerSettings, env: Environment, pods: PodDirectory) -> GateActuator:
+    """The gate actuator: live batch limit and drain through each pod's gate admin API."""
     if not env.gate_token:
         raise ConfigError("gate.token_file: required when a FleetSLO uses batch_limit.actuator: gate")
-    module = importlib.import_module("controller.actuators.gate")
     g = settings.gate
-    return module.GateActuator(pods, env.gate_token, admin_port=g.admin_port, timeout=g.timeout,
-                               drain_timeout=g.drain_timeout)  # fmt: skip
+    return GateActuator(pods, env.gate_token, admin_port=g.admin_port, timeout=g.timeout,
+                        drain_timeout=g.drain_timeout)  # fmt: skip
 
 
 def build(
@@ -168,7 +174,9 @@ def build(
     auditor = Auditor(metrics, events, _tracer(settings))
     controller = Controller(bindings, auditor, leader=leader, backoff=settings.backoff,
                             permanent_retry=settings.permanent_retry)  # fmt: skip
-    closers = [c for c in (getattr(source, "close", None), getattr(actuators.gate, "close", None)) if c]
+    closers = [c for c in (getattr(source, "close", None),) if c is not None]
+    if actuators.gate is not None:
+        closers.append(actuators.gate.close)
     return Running(controller, metrics, elector, closers)
 
 

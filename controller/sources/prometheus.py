@@ -16,6 +16,7 @@ never decides and never retries; the loop does that.
 from __future__ import annotations
 
 import math
+import ssl
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -43,7 +44,7 @@ class PrometheusClient:
         *,
         timeout: float = 5.0,
         token: Callable[[], str | None] = lambda: None,
-        verify: str | bool = True,
+        verify: ssl.SSLContext | bool = True,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.url = url.rstrip("/")

@@ -154,6 +154,14 @@ def test_prometheus_down_holds_and_never_scales_down() -> None:
     )
 
 
+@pytest.mark.parametrize("policy", ["fleetslo", "hpa-util", "hpa-running", "keda-waiting", "llmd-slo"])
+def test_no_policy_scales_down_through_an_hour_without_metrics(policy: str) -> None:
+    h = Harness([A], policy=policy)
+    h.source.error = SourceUnavailable("connection refused")
+    h.run(0.0, 3600.0, step=5.0)
+    assert h.workload.desired["infer/a"] >= 4 and all(n >= 4 for _, n in h.workload.writes)
+
+
 def test_each_policy_decides_at_its_own_interval() -> None:
     h = Harness([A], policy="static")  # static decides every 60 s
     outcomes = h.run(0.0, 300.0, step=5.0)

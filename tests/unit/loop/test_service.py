@@ -11,16 +11,23 @@ import httpx
 import pytest
 
 from controller.actuators.fleet import FleetActuator
-from controller.actuators.wrappers import DryRunReplicas, MeasuredReplicas
+from controller.actuators.wrappers import (
+    DryRunReplicas,
+    MeasuredBatchLimit,
+    MeasuredDrainer,
+    MeasuredReplicas,
+)
 from controller.audit import Auditor
 from controller.cli import main
 from controller.controller_metrics import ControllerMetrics
 from controller.controller_settings import ControllerSettings
+from controller.errors import ConfigError
 from controller.loop import Binding, Controller
 from controller.policy.registry import make_policy
-from controller.service import Actuators, Running, Service, make_fleet
+from controller.service import Actuators, Environment, Running, Service, make_fleet, make_gate, make_source
 from controller.settings import load
-from controller.testing import FakeReplicaActuator, FakeSource
+from controller.sources.prometheus import PrometheusSource
+from controller.testing import FakePodDirectory, FakeReplicaActuator, FakeSource
 from tests.loop_support import make_slo
 
 
@@ -80,6 +87,21 @@ def keep_log_handlers() -> Iterator[None]:
 
 
 @pytest.mark.usefixtures("keep_log_handlers")
+def test_a_gate_target_drains_through_the_gate_and_needs_its_token() -> None:
+    settings = load(ControllerSettings, {})
+    env = Environment(in_pod=False, identity="t")
+    with pytest.raises(ConfigError, match=r"gate.token_file"):
+        make_gate(settings, env, FakePodDirectory())
+    gate = make_gate(settings, Environment(in_pod=False, identity="t", gate_token="tok"), FakePodDirectory())
+    actuators = Actuators(FakeReplicaActuator(), gate=gate)
+    fleet = make_fleet(
+        make_slo("a", batch_actuator="gate"), actuators, ControllerMetrics(), dry_run=False, drain=True
+    )
+    assert isinstance(fleet.drainer, MeasuredDrainer) and fleet.drainer.inner is gate
+    assert isinstance(fleet.batch, MeasuredBatchLimit) and fleet.batch.inner is gate
+    gate.close()
+
+
 def test_run_rejects_bad_input_with_exit_status_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--slo", str(tmp_path / "missing.yaml")]) == 2
     slo = tmp_path / "slo.yaml"
@@ -96,3 +118,16 @@ def test_run_rejects_bad_input_with_exit_status_2(tmp_path: Path, capsys: pytest
     )
     assert main(["run", "--slo", str(good), "--config", str(config)]) == 2
     assert "lease_duration" in capsys.readouterr().err
+
+
+def prometheus(**options: object) -> ControllerSettings:
+    return load(ControllerSettings, {"source": {"prometheus": {"url": "https://thanos:10902", **options}}})
+
+
+def test_prometheus_tls_options_build_a_client() -> None:
+    env = Environment(in_pod=False, identity="t")
+    source = make_source(prometheus(insecure_skip_verify=True), env, FakePodDirectory())
+    assert isinstance(source, PrometheusSource)
+    source.close()
+    with pytest.raises(ConfigError, match="ca_file"):
+        make_source(prometheus(ca_file="/nope"), env, FakePodDirectory())
