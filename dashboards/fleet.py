@@ -105,6 +105,23 @@ def latency_row(layout: Layout) -> None:
                 "s",
             )
         )
+    layout.add(
+        timeseries(
+            "Inter-token latency, p$quantile",
+            "Gap between streamed tokens (per decode step, the timely TPOT signal) at the chosen quantile.",
+            [Q(qs.vllm_quantile(cv.Histogram.ITL), "{{model_name}}")],
+            "s",
+        )
+    )
+    layout.add(
+        timeseries(
+            "Queue time, p$quantile",
+            "Time requests waited in vLLM's queue before their prefill started: the first sign of "
+            "missing capacity.",
+            [Q(qs.vllm_quantile(cv.Histogram.QUEUE), "{{model_name}}")],
+            "s",
+        )
+    )
     for slo in cv.SloName:
         layout.add(
             timeseries(

@@ -22,7 +22,7 @@ from dashboards.panels import (
 )
 
 UID = "fleetslo-gpu"
-SEL = '{namespace=~"$namespace", instance=~"$instance", gpu=~"$gpu"}'
+SEL = '{namespace=~"$namespace", node=~"$node", instance=~"$instance", gpu=~"$gpu"}'
 WHO = "{{node}} {{instance}} gpu {{gpu}}"
 
 
@@ -30,9 +30,8 @@ def variables() -> list[g.Template]:
     return [
         datasource_variable(),
         query_variable("namespace", "Namespace", f"label_values({cv.GPU_INFO}, namespace)"),
-        query_variable(
-            "instance", "Replica", f'label_values({cv.GPU_INFO}{{namespace=~"$namespace"}}, instance)'
-        ),
+        query_variable("node", "Node", f'label_values({cv.GPU_INFO}{{namespace=~"$namespace"}}, node)'),
+        query_variable("instance", "Replica", f'label_values({cv.GPU_INFO}{{node=~"$node"}}, instance)'),
         query_variable("gpu", "GPU", f'label_values({cv.GPU_INFO}{{instance=~"$instance"}}, gpu)'),
     ]
 
