@@ -190,3 +190,28 @@ def test_tpot_tiers_fire_on_escaped_vllm_underscore_names(tmp_path: Path) -> Non
     assert any(simulate(scenario, burn_alerts(name)))
     case = promtool_case(name, scenario, "vllm_request_time_per_output_token_seconds", "0.05")
     run_promtool(tmp_path, write_rules(tmp_path, [spec()]), [case])
+
+
+def test_an_idle_window_has_no_ratio_and_does_not_poison_the_period(tmp_path: Path) -> None:
+    """30 minutes at 50 % slow, then no traffic: the 5m ratio is absent (not NaN, not 0), the period
+    ratio and the budget keep their values (a NaN in the 28d sum would blank them for 28 days)."""
+    scenario = Scenario(1, [0.5] * 30 + [0.0] * 20)
+    total, good = scenario.counts
+    flat = total[:31] + [total[30]] * 20, good[:31] + [good[30]] * 20
+    labels = f'model_name="{MODEL}", engine="0"'
+    series = [
+        {"series": f"{TTFT_BASE}_count{{{labels}}}", "values": " ".join(map(str, flat[0]))},
+        {"series": f'{TTFT_BASE}_bucket{{{labels}, le="0.5"}}', "values": " ".join(map(str, flat[1]))},
+    ]
+    ttft = f'{{model_name="{MODEL}", slo="ttft"}}'
+    checks = [
+        {"expr": f"{cv.rule_slo_error_ratio('5m')}{ttft}", "eval_time": "50m", "exp_samples": []},
+        {"expr": f"{cv.RULE_SLO_REQUESTS_RATE5M}{ttft}", "eval_time": "50m",
+         "exp_samples": [{"labels": f"{cv.RULE_SLO_REQUESTS_RATE5M}{ttft}", "value": 0}]},
+        {"expr": f"round({cv.RULE_SLO_ERROR_RATIO_PERIOD}{ttft}, 0.0001)", "eval_time": "50m",
+         "exp_samples": [{"labels": ttft, "value": 0.5}]},
+        {"expr": f"round({cv.RULE_SLO_BUDGET_REMAINING}{ttft}, 0.0001)", "eval_time": "50m",
+         "exp_samples": [{"labels": ttft, "value": -4}]},
+    ]  # fmt: skip
+    case = {"interval": "1m", "input_series": series, "promql_expr_test": checks}
+    run_promtool(tmp_path, write_rules(tmp_path, [spec()]), [case])
