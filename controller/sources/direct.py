@@ -110,15 +110,16 @@ class DirectSource:
             if page is not None:
                 histories.setdefault(pod.name, _PodHistory(self._capacity(window))).add(now, page)
         self._forget(histories, now - window - self.interval)
+        rings = [h.ring for h in histories.values()]
         return build_observation(
             slo.metadata.name,
             now,
             window,
-            histories=[h.ring for h in histories.values()],
+            histories=rings,
             replicas=replicas,
             batch_limit=batch_limit,
             spec=spec,
-            slack=self.interval / 2,
+            slack=_slack(rings, self.interval),
         )
 
     def _capacity(self, window: float) -> int:
@@ -155,6 +156,20 @@ class DirectSource:
             return mean_gauge(response.text, cv.GPU_UTILIZATION)
         except (httpx.HTTPError, ValueError):
             return None
+
+
+def _slack(rings: Sequence[SnapshotRing[PodScrape]], interval: float) -> float:
+    """How far from the window's start a start sample may be: half the spacing of the scrapes.
+
+    Observations come at the policy's interval, not the scheduler's, so the spacing is measured
+    rather than assumed; a window start is then always found once the history is long enough.
+    """
+    spacings = [interval]
+    for ring in rings:
+        times = [at for at, _ in ring]
+        if len(times) > 1:
+            spacings.append((times[-1] - times[0]) / (len(times) - 1))
+    return max(spacings) / 2
 
 
 def mean_gauge(text: str, name: str) -> float | None:

@@ -52,3 +52,19 @@ def test_pods_gone_for_longer_than_the_window_are_forgotten() -> None:
     assert set(source._histories["qwen"]) == {"a"}
     assert obs.replicas_reporting == 1 and obs.gpu_utilization is None
     source.close()
+
+
+def test_a_window_start_is_found_when_observations_come_slower_than_the_scheduler_ticks() -> None:
+    source, _ = source_for({"a": [grow_capture(TEXT, 1.0 + i) for i in range(10)]}, utilization=None)
+    source.interval = 5.0  # the scheduler's tick; the policy observes every 15 s
+    for i in range(6):  # windows of 30 s: starts 30 s back are found at 15 s spacing
+        obs = source.observe(SLO, ReplicaCounts(1), None, 1000.0 + 15 * i)
+    per_step = (_finished(grow_capture(TEXT, 2.0)) - _finished(TEXT)) / 15
+    assert obs.request_rate == pytest.approx(per_step)
+    source.close()
+
+
+def _finished(text: str) -> float:
+    from controller.metrics.exposition import parse_vllm
+
+    return parse_vllm(text)["tiny-llama"].counter("request_success") or 0.0
