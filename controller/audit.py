@@ -70,8 +70,7 @@ class Auditor:
 
     def decided(self, r: Reconcile, span: Span | None = None) -> None:
         fields = decision_fields(r)
-        level = logging.INFO if r.outcome.changed or r.outcome.dry_run else logging.DEBUG
-        log.log(level, f"{r.name}: {r.decision.reason}: {r.decision.message}", extra={"fields": fields})
+        log.info(f"{r.name}: {r.decision.reason}: {r.decision.message}", extra={"fields": fields})
         self.metrics.decided(r.name, r.decision.reason.value)
         limit = r.decision.batch_limit if r.decision.batch_limit is not None else r.before.batch_limit
         self.metrics.state(

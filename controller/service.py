@@ -171,12 +171,15 @@ def build(
                 make_fleet(slo, actuators, metrics, dry_run=settings.dry_run, drain=settings.drain.enabled))
         for slo in specs
     ]  # fmt: skip
-    auditor = Auditor(metrics, events, _tracer(settings))
+    tracer, tracer_shutdown = make_tracer(settings)
+    auditor = Auditor(metrics, events, tracer)
     controller = Controller(bindings, auditor, leader=leader, backoff=settings.backoff,
                             permanent_retry=settings.permanent_retry)  # fmt: skip
     closers = [c for c in (getattr(source, "close", None),) if c is not None]
     if actuators.gate is not None:
         closers.append(actuators.gate.close)
+    if tracer_shutdown is not None:
+        closers.append(tracer_shutdown)
     return Running(controller, metrics, elector, closers)
 
 
@@ -191,21 +194,23 @@ def _elector(settings: ControllerSettings, env: Environment, api: client.ApiClie
     )  # fmt: skip
 
 
-def _tracer(settings: ControllerSettings) -> Any:
-    """A tracer exporting over OTLP/HTTP when an endpoint is configured; a no-op tracer otherwise."""
+def make_tracer(settings: ControllerSettings) -> tuple[Any, Callable[[], None] | None]:
+    """A tracer exporting over OTLP/HTTP when an endpoint is configured (and its shutdown, which
+    flushes the last spans); a no-op tracer otherwise."""
     from opentelemetry import trace
 
     if not settings.otlp_endpoint:
-        return trace.NoOpTracer()
+        return trace.NoOpTracer(), None
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     provider = TracerProvider(resource=Resource.create({"service.name": "fleetslo-controller"}))
-    exporter = OTLPSpanExporter(endpoint=f"{settings.otlp_endpoint}/v1/traces")
-    provider.add_span_processor(BatchSpanProcessor(exporter))
-    return provider.get_tracer("fleetslo.controller")
+    provider.add_span_processor(
+        BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{settings.otlp_endpoint}/v1/traces"))
+    )
+    return provider.get_tracer("fleetslo.controller"), provider.shutdown
 
 
 # --------------------------------------------------------------------------------------------

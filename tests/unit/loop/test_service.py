@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -24,7 +26,16 @@ from controller.controller_settings import ControllerSettings
 from controller.errors import ConfigError
 from controller.loop import Binding, Controller
 from controller.policy.registry import make_policy
-from controller.service import Actuators, Environment, Running, Service, make_fleet, make_gate, make_source
+from controller.service import (
+    Actuators,
+    Environment,
+    Running,
+    Service,
+    make_fleet,
+    make_gate,
+    make_source,
+    make_tracer,
+)
 from controller.settings import load
 from controller.sources.prometheus import PrometheusSource
 from controller.testing import FakePodDirectory, FakeReplicaActuator, FakeSource
@@ -131,3 +142,29 @@ def test_prometheus_tls_options_build_a_client() -> None:
     source.close()
     with pytest.raises(ConfigError, match="ca_file"):
         make_source(prometheus(ca_file="/nope"), env, FakePodDirectory())
+
+
+def test_spans_go_to_the_otlp_endpoint_and_are_flushed_on_shutdown() -> None:
+    received: list[str] = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            received.append(self.path)
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    settings = load(ControllerSettings, {"otlp_endpoint": f"http://127.0.0.1:{server.server_address[1]}"})
+    tracer, shutdown = make_tracer(settings)
+    with Auditor(ControllerMetrics(), tracer=tracer).span("qwen", make_slo("qwen").spec.target):
+        pass
+    assert shutdown is not None
+    shutdown()
+    server.shutdown()
+    server.server_close()
+    assert received == ["/v1/traces"]
