@@ -50,7 +50,7 @@ class Case:
 CASES = (
     Case("azure-conv x15", "azure2023/AzureLLMInferenceTrace_conv.csv", 15, "smooth"),
     Case("mooncake x4 (TTFT 5s)", "mooncake/synthetic_trace.jsonl", 4, "smooth", ttft_s=5.0),
-    Case("azure-code x12", "azure2023/AzureLLMInferenceTrace_code.csv", 12, "bursty"),
+    Case("azure-code x4", "azure2023/AzureLLMInferenceTrace_code.csv", 4, "bursty"),
     Case(
         "azure-conv x8 + 3x step", "azure2023/AzureLLMInferenceTrace_conv.csv", 8, "bursty", step_at_s=1200.0
     ),

@@ -13,13 +13,13 @@ from controller.policy.stages import Behavior, RatePolicy, ScalingRules
 
 
 def _behavior() -> Behavior:
-    # Up: as fast as the HPA default (the cold start is the real brake). Down: one replica or 20 %
+    # Up: as fast as the HPA default (the cold start is the real brake). Down: one replica or 50 %
     # per minute after a 3-minute stabilization window, so a dip does not shed capacity a minute
     # before the traffic returns, yet a decline is followed within minutes (every idle
     # replica-minute is paid for; the survivors check guards each step).
     return Behavior(
         scale_up=ScalingRules(0.0, (RatePolicy("Pods", 4, 15.0), RatePolicy("Percent", 100, 15.0))),
-        scale_down=ScalingRules(180.0, (RatePolicy("Pods", 1, 60.0), RatePolicy("Percent", 20, 60.0))),
+        scale_down=ScalingRules(180.0, (RatePolicy("Pods", 1, 60.0), RatePolicy("Percent", 50, 60.0))),
     )
 
 
@@ -40,6 +40,9 @@ class FleetSLOConfig:
     hysteresis: float = 0.10
     #: Observed p90 above this share of its target counts as a breach (feedback acts).
     breach_band: float = 1.0
+    #: A queue that built up is sized to drain within this many seconds (after the new replicas
+    #: are ready): shorter drains the backlog sooner with a larger, briefer overshoot.
+    backlog_drain_s: float = 60.0
     #: Data older than this many seconds is stale: hold.
     stale_after_s: float = 120.0
     #: The arrival trend is fitted over this many seconds of observed rates.

@@ -158,10 +158,15 @@ class FleetSLOPolicy:
         per_replica = capacity * (1 - cfg.headroom)
         horizon = spec.replicas.cold_start + cfg.interval
         expected = state.forecast.ahead(horizon, arrival, cfg.trend_damping, cfg.max_forecast_growth)
-        # Requests in the system now, as the rate that keeps them there (Little's law): a spike
-        # shows in running + waiting within seconds, long before it fills a one-minute rate.
+        # Once requests queue, the running ones as the rate that keeps them there (Little's law)
+        # plus the backlog spread over ``backlog_drain_s``: a spike shows here within seconds, long
+        # before it fills a one-minute rate. The backlog is a one-off amount to drain, not a
+        # rate: sizing it as one (backlog / service time) buys a fleet for a queue that is gone
+        # by the time the replicas are ready.
         queueing = (obs.waiting or 0.0) > _QUEUE_SHARE * (obs.running or 0.0)
-        instant = _instant_load(obs) / state.service_time if queueing else 0.0
+        drain_s = max(cfg.backlog_drain_s, cfg.interval)
+        instant = (obs.running or 0.0) / state.service_time + (obs.waiting or 0.0) / drain_s
+        instant = instant * _reporting_scale(obs) if queueing else 0.0
         load = max(expected, instant)
         need = max(1, math.ceil(load / per_replica)) if load > 0 else spec.replicas.min
         forecast_load, instant_load = expected, instant
@@ -170,7 +175,8 @@ class FleetSLOPolicy:
             # Shrinking is sized against a lower capacity than growing (the dead band) and for the
             # busiest arrival rate of the last few minutes, not the latest one: one quiet minute
             # between two busy ones must not shed a replica that the next minute asks back.
-            peak = max([load, *(rate for _, rate in state.forecast.samples)])
+            recent = obs.at - cfg.behavior.scale_down.stabilization_s
+            peak = max([load, *(rate for t, rate in state.forecast.samples if t >= recent)])
             need = min(current, max(1, math.ceil(peak / (per_replica * (1 - cfg.hysteresis)))))
             sizing = replace(sizing, need=need)
         plan = _Plan(need, *sizing.why(), per_replica)
@@ -407,6 +413,13 @@ def _running_per_replica(obs: Observation) -> float | None:
     if obs.running is None or obs.replicas_reporting <= 0:
         return None
     return obs.running / obs.replicas_reporting
+
+
+def _reporting_scale(obs: Observation) -> float:
+    """Sums over the reporting replicas, scaled up to all ready ones."""
+    if obs.replicas_reporting <= 0:
+        return 1.0
+    return max(obs.replicas.ready, obs.replicas_reporting) / obs.replicas_reporting
 
 
 def _instant_load(obs: Observation) -> float:
