@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint typecheck unit tools bench clean
+.PHONY: demo test lint typecheck unit tools bench clean helm-files helm-golden
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -17,6 +17,7 @@ $(STAMP): pyproject.toml
 
 tools:
 	bash scripts/install-test-tools.sh
+	bash scripts/install-helm.sh
 
 demo: $(STAMP)
 	bash scripts/exporter-demo.sh
@@ -34,6 +35,14 @@ unit: $(STAMP)
 
 test: $(STAMP) tools lint typecheck
 	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/pytest -q
+
+# The chart embeds the generated rules and dashboards: copy them after `fleetslo alerts/dashboards build`.
+helm-files:
+	bash scripts/helm-sync.sh
+
+# Rewrite the golden Helm renders (tests/golden/helm/) after an intended chart change; review the diff.
+helm-golden: $(STAMP) tools
+	FLEETSLO_UPDATE_GOLDEN=1 PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/pytest -q tests/helm -k golden
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
