@@ -23,6 +23,18 @@ from controller.settings import FleetSLO, Target
 _SAMPLE = re.compile(r"^(?P<name>[^\s{]+)(?P<labels>\{.*\})?\s+(?P<value>\S+)(?P<rest>.*)$")
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A client that hangs up mid-answer (a scrape timing out) is normal here, not a traceback."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
 class FakeClock:
     """A clock that only moves when told to."""
 
@@ -51,7 +63,7 @@ class FakeVllmServer:
         self.content_type = "text/plain; version=0.0.4; charset=utf-8"
         self.requests = 0
         self.accept_headers: list[str] = []
-        self._server = ThreadingHTTPServer((host, port), self._handler())
+        self._server = _QuietServer((host, port), self._handler())
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 
