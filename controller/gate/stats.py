@@ -71,7 +71,7 @@ class GateStats:
     def __init__(self, slo_ttft: float | None = None, slo_tpot: float | None = None) -> None:
         self.ttft = Histogram(buckets_with(TTFT_BUCKETS, slo_ttft))
         self.tpot = Histogram(buckets_with(TPOT_BUCKETS, slo_tpot))
-        self.e2e = {s: Histogram(buckets_with(E2E_BUCKETS, slo_ttft)) for s in (STREAMED, NOT_STREAMED)}
+        self.e2e = {s: Histogram(E2E_BUCKETS) for s in (STREAMED, NOT_STREAMED)}
         self.rejected: Counter[str] = Counter()
         self.outcomes: Counter[str] = Counter()
 

@@ -47,6 +47,7 @@ class FakeOpenAIUpstream:
         self.completed = 0
         self.bodies: list[bytes] = []
         self.headers: list[dict[str, str]] = []  # lower-case names
+        self._events: dict[tuple[bytes, bool, int, bool], list[bytes]] = {}  # answers are pure: cache them
         self.port: int | None = None
         self._runner: web.AppRunner | None = None
 
@@ -108,7 +109,10 @@ class FakeOpenAIUpstream:
         await response.prepare(request)
         usage = bool((body.get("stream_options") or {}).get("include_usage"))
         first = 1 if chat else 0  # chat opens with a role chunk that carries no token
-        for i, event in enumerate(sse_events(raw, chat, tokens, usage, self.text)):
+        key = (raw, chat, tokens, usage)
+        if key not in self._events:
+            self._events[key] = sse_events(raw, chat, tokens, usage, self.text)
+        for i, event in enumerate(self._events[key]):
             await self._pace(i - first, tokens)
             if self.break_after is not None and i - first >= self.break_after and request.transport:
                 request.transport.abort()  # as a crashing vLLM would: no final chunk
