@@ -158,6 +158,15 @@ async def test_a_client_that_hangs_up_mid_stream_cancels_the_upstream_request() 
         assert rig.gate.stats.outcomes["client_disconnected"] == 1
 
 
+async def test_a_client_that_hangs_up_before_a_non_streamed_answer_cancels_the_upstream_request() -> None:
+    async with running(FakeOpenAIUpstream(first_token_delay=2.0)) as rig:
+        waiting = asyncio.create_task(rig.post("/v1/completions", completion(4, stream=False)))
+        await _until(lambda: rig.upstream.inflight == 1)
+        waiting.cancel()
+        await _until(lambda: rig.upstream.cancelled == 1)
+        await _until(lambda: rig.gate.admission.inflight == 0)
+
+
 async def test_a_client_that_hangs_up_while_queued_leaves_the_queue() -> None:
     async with running(FakeOpenAIUpstream(first_token_delay=0.3), max_inflight=1) as rig:
         first = asyncio.create_task(rig.post("/v1/chat/completions", chat(1)))

@@ -1,0 +1,28 @@
+"""The gate's families as Prometheus sees them: promtool's metric lint passes."""
+
+from __future__ import annotations
+
+import subprocess
+
+from prometheus_client import generate_latest
+from prometheus_client.registry import CollectorRegistry
+
+from controller.gate.admission import Admission
+from controller.gate.collector import GateCollector
+from controller.gate.stats import GateStats
+from tests.support import require_tool
+
+
+def test_the_gate_families_pass_promtool_check_metrics() -> None:
+    promtool = require_tool("promtool", "apt-get install prometheus")
+    stats, admission = GateStats(slo_ttft=0.5, slo_tpot=0.05), Admission(limit=8, max_queue=4)
+    stats.ttft.observe(0.2)
+    stats.tpot.observe(0.03)
+    stats.rejected["queue_full"] += 1
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(GateCollector(admission, stats))
+    page = generate_latest(registry).decode()
+    result = subprocess.run(
+        [promtool, "check", "metrics"], input=page, capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
