@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 import aiohttp
 from aiohttp import web
-from multidict import CIMultiDict
+from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from controller.gate import responses
@@ -52,8 +52,11 @@ class UpstreamBroke(Exception):
     """vLLM closed or garbled the response after the status line was relayed."""
 
 
-def _forwarded(headers: Mapping[str, str]) -> Iterable[tuple[str, str]]:
-    return ((k, v) for k, v in headers.items() if k.lower() not in _HOP_BY_HOP)
+def _forwarded(headers: CIMultiDictProxy[str]) -> Iterable[tuple[str, str]]:
+    """End-to-end headers only: hop-by-hop ones and those the ``Connection`` header names are dropped."""
+    named = {t.strip().lower() for value in headers.getall("Connection", ()) for t in value.split(",")}
+    drop = _HOP_BY_HOP | named if named else _HOP_BY_HOP
+    return ((k, v) for k, v in headers.items() if k.lower() not in drop)
 
 
 class Proxy:

@@ -42,7 +42,8 @@ async def test_every_stream_through_the_gate_is_byte_identical_to_the_direct_one
 async def test_the_request_reaches_vllm_unchanged_apart_from_hop_by_hop_headers() -> None:
     async with running() as rig:
         body = json.dumps(chat(2)).encode()
-        headers = {"Authorization": "Bearer user-key", "X-Request-Id": "abc", "Connection": "keep-alive"}
+        headers = {"Authorization": "Bearer user-key", "X-Request-Id": "abc",
+                   "Connection": "keep-alive, X-Hop", "X-Hop": "only for the gate"}  # fmt: skip
         async with rig.client.post(rig.url + "/v1/chat/completions", data=body, headers=headers) as resp:
             await resp.read()
         assert rig.upstream.bodies[-1] == body
@@ -50,6 +51,7 @@ async def test_the_request_reaches_vllm_unchanged_apart_from_hop_by_hop_headers(
         assert seen["authorization"] == "Bearer user-key"
         assert seen["x-request-id"] == "abc"
         assert seen["host"] == f"127.0.0.1:{rig.upstream.port}"
+        assert "x-hop" not in seen  # named in Connection: hop-by-hop
 
 
 async def test_other_paths_pass_through_with_method_query_and_body() -> None:
