@@ -297,13 +297,14 @@ TEMPLATE_CHECKS = [
     (("--set", "vllm.enabled=true", "--set", "vllm.terminationGracePeriodSeconds=100"),
      "must be longer than vllm.drainTimeoutSeconds"),
     (("--set", "slos=null"), "the controller needs at least one FleetSLO"),
+    (("--set", "vllm.enabled=true", "--set", "vllm.namespace=other"), "differs from the namespace of"),
     (("-f", str(VALUES / "spec-without-rules.yaml"), "--set", "monitoring.prometheusRule.enabled=true"),
      'no alert rules for FleetSLO "mistral"'),
 ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
-    ("args", "expected"), TEMPLATE_CHECKS, ids=["replicas", "grace", "no-slos", "no-rules"]
+    ("args", "expected"), TEMPLATE_CHECKS, ids=["replicas", "grace", "no-slos", "namespace", "no-rules"]
 )
 def test_templates_refuse_what_the_schema_cannot_express(args: tuple[str, ...], expected: str) -> None:
     assert expected in template_error(*args)
