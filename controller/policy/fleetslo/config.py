@@ -14,12 +14,12 @@ from controller.policy.stages import Behavior, RatePolicy, ScalingRules
 
 def _behavior() -> Behavior:
     # Up: as fast as the HPA default (the cold start is the real brake). Down: one replica or 50 %
-    # per minute after a 3-minute stabilization window, so a dip does not shed capacity a minute
+    # per minute after a 5-minute stabilization window, so a dip does not shed capacity a minute
     # before the traffic returns, yet a decline is followed within minutes (every idle
     # replica-minute is paid for; the survivors check guards each step).
     return Behavior(
         scale_up=ScalingRules(0.0, (RatePolicy("Pods", 4, 15.0), RatePolicy("Percent", 100, 15.0))),
-        scale_down=ScalingRules(180.0, (RatePolicy("Pods", 1, 60.0), RatePolicy("Percent", 50, 60.0))),
+        scale_down=ScalingRules(300.0, (RatePolicy("Pods", 1, 60.0), RatePolicy("Percent", 50, 60.0))),
     )
 
 
@@ -43,6 +43,9 @@ class FleetSLOConfig:
     #: A queue that built up is sized to drain within this many seconds (after the new replicas
     #: are ready): shorter drains the backlog sooner with a larger, briefer overshoot.
     backlog_drain_s: float = 60.0
+    #: A scale-down is sized for the busiest arrival rate of this many recent seconds: bursty
+    #: traffic (on/off within minutes) must not shed between bursts what the next burst needs.
+    scale_down_memory_s: float = 600.0
     #: Data older than this many seconds is stale: hold.
     stale_after_s: float = 120.0
     #: The arrival trend is fitted over this many seconds of observed rates.

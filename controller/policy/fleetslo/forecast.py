@@ -21,21 +21,29 @@ Sample = tuple[float, float]  # (time, arrivals per second)
 class RateForecast:
     samples: tuple[Sample, ...] = ()
 
-    def update(self, now: float, rate: float, window_s: float) -> RateForecast:
-        kept = tuple(s for s in self.samples if s[0] > now - window_s)
+    def update(self, now: float, rate: float, keep_s: float) -> RateForecast:
+        """Add a sample and forget those older than ``keep_s``."""
+        kept = tuple(s for s in self.samples if s[0] > now - keep_s)
         return RateForecast((*kept, (now, rate)))
 
-    def slope(self) -> float:
-        """Requests/s per second over the kept samples (0 with fewer than three)."""
-        if len(self.samples) < 3:
-            return 0.0
-        ts = [t for t, _ in self.samples]
-        rs = [r for _, r in self.samples]
-        mt, mr = sum(ts) / len(ts), sum(rs) / len(rs)
-        stt = sum((t - mt) ** 2 for t in ts)
-        return 0.0 if stt <= 0 else sum((t - mt) * (r - mr) for t, r in self.samples) / stt
+    def peak(self, since: float) -> float | None:
+        """The highest rate observed at or after ``since``."""
+        rates = [r for t, r in self.samples if t >= since]
+        return max(rates) if rates else None
 
-    def ahead(self, horizon_s: float, current: float, damping: float, max_growth: float) -> float:
+    def slope(self, since: float) -> float:
+        """Requests/s per second over the samples at or after ``since`` (0 with fewer than three)."""
+        samples = [s for s in self.samples if s[0] >= since]
+        if len(samples) < 3:
+            return 0.0
+        mt = sum(t for t, _ in samples) / len(samples)
+        mr = sum(r for _, r in samples) / len(samples)
+        stt = sum((t - mt) ** 2 for t, _ in samples)
+        return 0.0 if stt <= 0 else sum((t - mt) * (r - mr) for t, r in samples) / stt
+
+    def ahead(
+        self, horizon_s: float, current: float, trend_since: float, damping: float, max_growth: float
+    ) -> float:
         """The rate expected ``horizon_s`` from now: never below ``current``, at most ``max_growth`` ×."""
-        rising = current + max(0.0, self.slope()) * horizon_s * damping
+        rising = current + max(0.0, self.slope(trend_since)) * horizon_s * damping
         return min(rising, current * max_growth) if current > 0 else rising

@@ -117,7 +117,7 @@ class FleetSLOPolicy:
         forecast = state.forecast
         if arrival is not None and now - first_seen >= obs.window:
             # A window that began before the first data under-counts: keep it out of the trend.
-            forecast = forecast.update(now, arrival, cfg.trend_window_s)
+            forecast = forecast.update(now, arrival, max(cfg.trend_window_s, cfg.scale_down_memory_s))
         learned = replace(state, model=model)
         return replace(
             state,
@@ -157,7 +157,9 @@ class FleetSLOPolicy:
             return self._feedback_plan(obs, spec, "learning the latency model")
         per_replica = capacity * (1 - cfg.headroom)
         horizon = spec.replicas.cold_start + cfg.interval
-        expected = state.forecast.ahead(horizon, arrival, cfg.trend_damping, cfg.max_forecast_growth)
+        expected = state.forecast.ahead(
+            horizon, arrival, obs.at - cfg.trend_window_s, cfg.trend_damping, cfg.max_forecast_growth
+        )
         # Once requests queue, the running ones as the rate that keeps them there (Little's law)
         # plus the backlog spread over ``backlog_drain_s``: a spike shows here within seconds, long
         # before it fills a one-minute rate. The backlog is a one-off amount to drain, not a
@@ -175,8 +177,7 @@ class FleetSLOPolicy:
             # Shrinking is sized against a lower capacity than growing (the dead band) and for the
             # busiest arrival rate of the last few minutes, not the latest one: one quiet minute
             # between two busy ones must not shed a replica that the next minute asks back.
-            recent = obs.at - cfg.behavior.scale_down.stabilization_s
-            peak = max([load, *(rate for t, rate in state.forecast.samples if t >= recent)])
+            peak = max(load, state.forecast.peak(obs.at - cfg.scale_down_memory_s) or 0.0)
             need = min(current, max(1, math.ceil(peak / (per_replica * (1 - cfg.hysteresis)))))
             sizing = replace(sizing, need=need)
         plan = _Plan(need, *sizing.why(), per_replica)

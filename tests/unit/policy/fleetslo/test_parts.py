@@ -57,17 +57,18 @@ def test_points_age_out_and_the_count_is_bounded() -> None:
 def test_forecast_extrapolates_a_rising_trend_damped_and_capped() -> None:
     f = RateForecast()
     for t in range(0, 301, 15):
-        f = f.update(float(t), 10.0 + 0.01 * t, window_s=300.0)
-    assert f.slope() == pytest.approx(0.01)
-    assert f.ahead(300.0, 13.0, damping=0.5, max_growth=2.0) == pytest.approx(13.0 + 0.01 * 300 * 0.5)
-    assert f.ahead(3000.0, 13.0, damping=1.0, max_growth=1.5) == pytest.approx(19.5)
+        f = f.update(float(t), 10.0 + 0.01 * t, keep_s=300.0)
+    assert f.slope(0.0) == pytest.approx(0.01)
+    assert f.peak(200.0) == pytest.approx(13.0)
+    assert f.ahead(300.0, 13.0, 0.0, damping=0.5, max_growth=2.0) == pytest.approx(13.0 + 0.01 * 300 * 0.5)
+    assert f.ahead(3000.0, 13.0, 0.0, damping=1.0, max_growth=1.5) == pytest.approx(19.5)
 
 
 def test_forecast_never_goes_below_the_current_rate_on_a_falling_trend() -> None:
     f = RateForecast()
     for t in range(0, 301, 15):
-        f = f.update(float(t), 20.0 - 0.02 * t, window_s=300.0)
-    assert f.ahead(300.0, 14.0, damping=1.0, max_growth=2.0) == 14.0
+        f = f.update(float(t), 20.0 - 0.02 * t, keep_s=300.0)
+    assert f.ahead(300.0, 14.0, 0.0, damping=1.0, max_growth=2.0) == 14.0
 
 
 def test_cooldown_holds_only_scale_downs_and_only_for_its_duration() -> None:
