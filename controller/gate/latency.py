@@ -62,6 +62,9 @@ class StreamTimer:
 
     def feed(self, chunk: bytes, now: float) -> None:
         """Note the content events completed by ``chunk`` (which arrived at ``now``)."""
+        if not self._carry and chunk.endswith(b"\n\n"):
+            self._scan(chunk, len(chunk), now)  # the usual case: whole events, nothing pending
+            return
         data = self._carry + chunk if self._carry else chunk
         end = _complete_prefix(data)
         if end == 0 and len(data) <= _MAX_CARRY:
