@@ -346,6 +346,61 @@ def _simulate_with_progress(scenario: Any, options: Any, *, show: bool) -> list[
 
 
 # --------------------------------------------------------------------------------------------
+# fleetslo sim-server
+# --------------------------------------------------------------------------------------------
+
+
+def load_profile(value: str) -> Any:
+    """An engine profile: a packaged name, or a YAML file (a path ending in .yaml/.yml or existing)."""
+    from controller.sim.profile import builtin_profile, profile_from_mapping
+
+    if value.endswith((".yaml", ".yml")) or Path(value).is_file():
+        return profile_from_mapping(read_yaml_file(value), value)
+    return builtin_profile(value)
+
+
+def _configure_sim_server(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--profile", default="mi300x-llama3.1-8b-fp8-tp1", help="engine profile: a name or a YAML file"
+    )
+    p.add_argument("--listen", default="127.0.0.1:8000", help="address to serve on (port 0: a free one)")
+    p.add_argument("--speedup", type=float, default=1.0, help="simulated seconds per wall second (default 1)")
+    p.add_argument("--model-name", dest="model_name", help="served model name (default: the profile's model)")
+    p.add_argument("--cold-start", dest="cold_start", help="simulated start-up time (default: the profile's)")
+    p.add_argument(
+        "--started-at",
+        dest="started_at",
+        type=float,
+        help="epoch seconds the cold start counts from (default: now; a supervisor passes when it asked)",
+    )
+    p.add_argument(
+        "--stream-interval", dest="stream_interval", help="wall time between token releases (default 50ms)"
+    )
+    p.add_argument(
+        "--custom-histogram-buckets",
+        dest="custom_histogram_buckets",
+        help='vLLM\'s flag: JSON such as {"time_to_first_token": [0.1, 0.5, 2.0]}',
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the engine's step-time noise")
+
+
+def _run_sim_server(args: argparse.Namespace) -> int:
+    import json
+
+    from controller.settings import load
+    from controller.simserver.server import SimServerSettings, run_sim_server
+
+    profile = load_profile(args.profile)
+    options = {k: v for k, v in vars(args).items() if k in SimServerSettings.model_fields and v is not None}
+    if args.custom_histogram_buckets:
+        try:
+            options["custom_histogram_buckets"] = json.loads(args.custom_histogram_buckets)
+        except ValueError as exc:
+            raise ConfigError(f"--custom-histogram-buckets: not valid JSON ({exc})") from None
+    return run_sim_server(load(SimServerSettings, options, "sim-server settings"), profile)
+
+
+# --------------------------------------------------------------------------------------------
 # fleetslo alerts build / fleetslo dashboards build
 # --------------------------------------------------------------------------------------------
 
@@ -469,6 +524,8 @@ COMMANDS: list[Command] = [
             _configure_simulate, _run_simulate),
     Command("run", "SLO controller: hold each FleetSLO's latency objectives at the lowest replica cost",
             _configure_run, _run_controller),
+    Command("sim-server", "a simulated vLLM replica (OpenAI API, vLLM /metrics) driven by the engine model",
+            _configure_sim_server, _run_sim_server),
     Command("alerts", "alert rules and Alertmanager routing from FleetSLO specs (alerts build)",
             _configure_alerts, _run_alerts),
     Command("dashboards", "Grafana dashboards for the fleet, GPUs and the controller (dashboards build)",
