@@ -22,15 +22,13 @@ import math
 from dataclasses import dataclass, field, replace
 
 from controller.model import Decision, Observation, Reason
+from controller.policy.fleetslo import signals
 from controller.policy.fleetslo.config import FleetSLOConfig
 from controller.policy.fleetslo.forecast import RateForecast
 from controller.policy.fleetslo.latency_model import TpotModel
 from controller.policy.stages import Step, clamp, cooldown, rate_limit, stabilize
 from controller.settings import BatchActuator, FleetSLOSpec
 
-#: Smoothing of the service-time estimate, per decision: ``running`` is an instant gauge that
-#: swings ±50 % between scrapes while the completion rate is a one-minute average.
-_SERVICE_SMOOTHING = 0.1
 #: The running batch fluctuates around its mean; the gate's limit leaves it this much room above
 #: the mean concurrency the model allows, so the limit bites only under real overload.
 _BURST_ROOM = 1.5
@@ -90,7 +88,7 @@ class FleetSLOPolicy:
             return Decision(
                 floor, obs.batch_limit, Reason.CLAMPED_MIN, f"no replica at all: start {floor}"
             ), state
-        problem = data_problem(obs, self.config.stale_after_s)
+        problem = signals.data_problem(obs, self.config.stale_after_s)
         if problem is not None:
             reason, why = problem
             return Decision(current, obs.batch_limit, reason, f"hold at {current}: {why}"), state
@@ -103,17 +101,17 @@ class FleetSLOPolicy:
 
     def _learn(self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, now: float) -> FleetSLOState:
         cfg = self.config
-        per_replica = _rate_per_replica(obs)
-        tpot = _tpot_p90(obs)
+        per_replica = signals.rate_per_replica(obs)
+        tpot = signals.tpot_p90(obs)
         model = state.model
         if per_replica and tpot is not None:
-            pressure = _pressure(obs, spec)
+            pressure = signals.pressure(obs, spec)
             met = pressure is not None and pressure <= 1.0
             model = model.observe(
                 now, per_replica, tpot, keep=cfg.model_points, memory_s=cfg.model_memory_s, met=met
             )
         first_seen = now if state.first_seen is None else state.first_seen
-        arrival = arrival_rate(obs, state.last_waiting, now)
+        arrival = signals.arrival_rate(obs, state.last_waiting, now)
         forecast = state.forecast
         if arrival is not None and now - first_seen >= obs.window:
             # A window that began before the first data under-counts: keep it out of the trend.
@@ -125,7 +123,7 @@ class FleetSLOPolicy:
             capacity=self._smoothed_capacity(obs, learned, spec),
             model=model,
             forecast=forecast,
-            service_time=_service_time(obs, state.service_time),
+            service_time=signals.service_time(obs, state.service_time),
             last_waiting=(now, obs.waiting) if obs.waiting is not None else state.last_waiting,
             correction=self._correction(obs, state, spec, per_replica),
         )
@@ -134,7 +132,7 @@ class FleetSLOPolicy:
         self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, per_replica: float | None
     ) -> float:
         """Shrink capacity when p90 TPOT breaches while the model said the load was safe."""
-        tpot, target = _tpot_p90(obs), spec.objectives.tpot.threshold
+        tpot, target = signals.tpot_p90(obs), spec.objectives.tpot.threshold
         capacity = self._capacity(state, spec, self.config.tpot_margin, correction=1.0)
         if tpot is None or per_replica is None or capacity is None:
             return state.correction
@@ -152,7 +150,7 @@ class FleetSLOPolicy:
         if self._warming_up(state, obs):
             return self._feedback_plan(obs, spec, "first window filling")
         capacity = None if state.capacity is None else state.capacity * state.correction
-        arrival = arrival_rate(obs, state.last_waiting, obs.at)
+        arrival = signals.arrival_rate(obs, state.last_waiting, obs.at)
         if capacity is None or capacity <= 0 or arrival is None or state.service_time is None:
             return self._feedback_plan(obs, spec, "learning the latency model")
         per_replica = capacity * (1 - cfg.headroom)
@@ -168,7 +166,7 @@ class FleetSLOPolicy:
         queueing = (obs.waiting or 0.0) > _QUEUE_SHARE * (obs.running or 0.0)
         drain_s = max(cfg.backlog_drain_s, cfg.interval)
         instant = (obs.running or 0.0) / state.service_time + (obs.waiting or 0.0) / drain_s
-        instant = instant * _reporting_scale(obs) if queueing else 0.0
+        instant = instant * signals.reporting_scale(obs) if queueing else 0.0
         load = max(expected, instant)
         need = max(1, math.ceil(load / per_replica)) if load > 0 else spec.replicas.min
         forecast_load, instant_load = expected, instant
@@ -197,7 +195,7 @@ class FleetSLOPolicy:
         raw = self._capacity(state, spec, self.config.tpot_margin, 1.0)
         if raw is None or state.capacity is None:
             return raw
-        pressure = _pressure(obs, spec)
+        pressure = signals.pressure(obs, spec)
         if raw < state.capacity and pressure is not None and pressure > self.config.breach_band:
             return raw
         return _CAPACITY_SMOOTHING * raw + (1 - _CAPACITY_SMOOTHING) * state.capacity
@@ -216,7 +214,7 @@ class FleetSLOPolicy:
     def _feedback_plan(self, obs: Observation, spec: FleetSLOSpec, why: str) -> _Plan:
         """Without a model yet: scale up in proportion to the worst breach, otherwise hold."""
         current = obs.replicas.provisioned
-        pressure = _pressure(obs, spec)
+        pressure = signals.pressure(obs, spec)
         if pressure is not None and pressure > self.config.breach_band:
             need = max(current, math.ceil(obs.replicas.ready * min(pressure, 2.0)))
             return _Plan(need, Reason.SCALE_UP_SLO_BREACH, f"{why}; p90 at {pressure:.2f}x target: {need}")
@@ -230,7 +228,7 @@ class FleetSLOPolicy:
         compound one breach into a fleet many times too large.
         """
         current = obs.replicas.provisioned
-        pressure = _pressure(obs, spec)
+        pressure = signals.pressure(obs, spec)
         if pressure is None or pressure <= self.config.breach_band or plan.replicas > current:
             return plan
         need = math.ceil(obs.replicas.ready * min(pressure, 2.0))
@@ -324,7 +322,7 @@ class FleetSLOPolicy:
             batch_limit=limit if limit is not None else obs.batch_limit,
             reason=reason,
             message=f"fleetslo: {message}",
-            predicted_ttft_p90=_predicted_ttft(obs, replicas),
+            predicted_ttft_p90=signals.predicted_ttft(obs, replicas),
             predicted_tpot_p90=state.model.tpot_at(per_replica) if per_replica > 0 else None,
         )
 
@@ -345,110 +343,10 @@ class FleetSLOPolicy:
         # room for the batch's swings around that mean.
         sequences = at * state.service_time * _BURST_ROOM
         # Never below what the fleet runs now while it meets TPOT: evidence beats the model.
-        tpot = _tpot_p90(obs)
+        tpot = signals.tpot_p90(obs)
         if tpot is not None and tpot <= spec.objectives.tpot.threshold:
-            sequences = max(sequences, _running_per_replica(obs) or 0.0)
+            sequences = max(sequences, signals.running_per_replica(obs) or 0.0)
         return min(max(math.ceil(sequences), spec.batch_limit.min), spec.batch_limit.max)
-
-
-# --- observation helpers (pure functions of one observation) --------------------------------
-
-
-def data_problem(obs: Observation, stale_after_s: float) -> tuple[Reason, str] | None:
-    """Why this observation cannot be acted on, or ``None`` if it can."""
-    if obs.replicas.ready == 0:
-        return Reason.HOLD_REPLICAS_STARTING, f"no replica ready yet ({obs.replicas.starting} starting)"
-    if obs.replicas_reporting == 0 or obs.data_age is None:
-        return Reason.HOLD_NO_DATA, "no replica reported metrics"
-    if obs.data_age > stale_after_s:
-        return Reason.HOLD_STALE_DATA, f"newest data is {obs.data_age:.0f}s old (limit {stale_after_s:.0f}s)"
-    if obs.request_rate is None and obs.running is None:
-        return Reason.HOLD_NO_DATA, "neither request rate nor running requests are known"
-    contradiction = _contradiction(obs)
-    if contradiction:
-        return Reason.HOLD_CONTRADICTORY_DATA, contradiction
-    return None
-
-
-def _contradiction(obs: Observation) -> str | None:
-    values = {
-        "request_rate": obs.request_rate, "running": obs.running, "waiting": obs.waiting,
-        "ttft p90": obs.ttft.p90, "tpot p90": obs.tpot.p90,
-    }  # fmt: skip
-    for name, value in values.items():
-        if value is not None and (value < 0 or math.isnan(value)):
-            return f"{name} is {value}"
-    for name, q in (("ttft", obs.ttft), ("tpot", obs.tpot)):
-        if q.p50 is not None and q.p99 is not None and q.p50 > q.p99:
-            return f"{name} p50 {q.p50} above its p99 {q.p99}"
-    if obs.replicas_reporting > obs.replicas.ready + obs.replicas.draining:
-        return f"{obs.replicas_reporting} replicas reporting but only {obs.replicas.ready} ready"
-    return None
-
-
-def arrival_rate(obs: Observation, last_waiting: tuple[float, float] | None, now: float) -> float | None:
-    """Completions per second plus the growth of the queue: what arrives, not just what is served."""
-    if obs.request_rate is None:
-        return None
-    growth = 0.0
-    if last_waiting is not None and obs.waiting is not None and now > last_waiting[0]:
-        growth = max(0.0, (obs.waiting - last_waiting[1]) / (now - last_waiting[0]))
-    return obs.request_rate + growth
-
-
-def _service_time(obs: Observation, previous: float | None) -> float | None:
-    if not obs.request_rate or not obs.running:
-        return previous
-    sample = obs.running / obs.request_rate
-    return sample if previous is None else _SERVICE_SMOOTHING * sample + (1 - _SERVICE_SMOOTHING) * previous
-
-
-def _rate_per_replica(obs: Observation) -> float | None:
-    """Completions per second per reporting replica: the load axis of the latency model."""
-    if not obs.request_rate or obs.replicas_reporting <= 0:
-        return None
-    return obs.request_rate / obs.replicas_reporting
-
-
-def _running_per_replica(obs: Observation) -> float | None:
-    if obs.running is None or obs.replicas_reporting <= 0:
-        return None
-    return obs.running / obs.replicas_reporting
-
-
-def _reporting_scale(obs: Observation) -> float:
-    """Sums over the reporting replicas, scaled up to all ready ones."""
-    if obs.replicas_reporting <= 0:
-        return 1.0
-    return max(obs.replicas.ready, obs.replicas_reporting) / obs.replicas_reporting
-
-
-def _instant_load(obs: Observation) -> float:
-    """Requests in the system now (running + waiting), scaled up for replicas not reporting."""
-    seen = (obs.running or 0.0) + (obs.waiting or 0.0)
-    if obs.replicas_reporting <= 0:
-        return seen
-    return seen * max(obs.replicas.ready, obs.replicas_reporting) / obs.replicas_reporting
-
-
-def _tpot_p90(obs: Observation) -> float | None:
-    return obs.tpot.p90 if obs.tpot.p90 is not None else obs.itl.p90
-
-
-def _pressure(obs: Observation, spec: FleetSLOSpec) -> float | None:
-    ratios = []
-    if obs.ttft.p90 is not None:
-        ratios.append(obs.ttft.p90 / spec.objectives.ttft.threshold)
-    tpot = _tpot_p90(obs)
-    if tpot is not None:
-        ratios.append(tpot / spec.objectives.tpot.threshold)
-    return max(ratios) if ratios else None
-
-
-def _predicted_ttft(obs: Observation, replicas: int) -> float | None:
-    if obs.ttft.p90 is None or replicas <= 0:
-        return None
-    return obs.ttft.p90 * max(obs.replicas.ready, 1) / replicas
 
 
 @dataclass(frozen=True, slots=True)
