@@ -12,7 +12,8 @@ replica-hours <= 1.15 x oracle; bursty traces, no baseline at least as good on b
 replica-hours; recovery within cold start + 5 minutes after the 3x step.
 
 ``python -m benchmarks policy`` (several minutes: every policy on every trace, the oracle planned
-per trace). Set BENCH_POLICY_QUICK=1 for two traces only.
+per trace), then fleetslo's headroom-versus-violation trade on the conversation trace. Set
+BENCH_POLICY_QUICK=1 for two traces only.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from controller.policy.registry import make_policy
 from controller.sim.compare import SimulateOptions, build_scenario, make_named_policy
 from controller.sim.profile import builtin_profile
 from controller.sim.scenario import Scenario, run_policy
@@ -145,11 +147,26 @@ def verdicts(rows: list[dict[str, Any]], cold_start_s: float = 300.0) -> list[st
     return sorted(out)
 
 
+def headroom_sweep(case: Case, oracle_hours: float | None) -> None:
+    """The headroom-versus-violation trade on one trace: fleetslo at several ``headroom`` values."""
+    sc = scenario(case)
+    for headroom in (0.05, 0.1, 0.2, 0.3):
+        policy = make_policy("fleetslo", sc.spec, headroom=headroom)
+        result = run_policy(sc, policy, label=f"fleetslo headroom {headroom}")
+        ratio = "" if not oracle_hours else f"  ({result['replica_hours'] / oracle_hours:.2f}x oracle)"
+        print(f"{case.name:32s} headroom {headroom:4.2f}  attain {result['window_attainment']:6.1%}"
+              f"  replica-h {result['replica_hours']:7.2f}{ratio}", flush=True)  # fmt: skip
+
+
 def main() -> list[dict[str, Any]]:
     quick = bool(os.environ.get("BENCH_POLICY_QUICK"))
     cases = CASES[:1] + CASES[3:4] if quick else CASES
     rows = [row for case in cases for row in run_case(case, POLICIES)]
     print("\n".join(verdicts(rows)))
+    oracle = next(
+        (r["replica_hours"] for r in rows if r["case"] == CASES[0].name and r["policy"] == "oracle"), None
+    )
+    headroom_sweep(CASES[0], oracle)
     return rows
 
 
