@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Iterable
 
 import aiohttp
@@ -78,6 +79,7 @@ class Proxy:
         self.queue_timeout = queue_timeout
         self.max_body = max_body
         self.session = session
+        self._warned_at = -math.inf
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         arrival = asyncio.get_running_loop().time()
@@ -112,20 +114,38 @@ class Proxy:
         self, request: web.Request, body: bytes, timer: StreamTimer | None
     ) -> web.StreamResponse:
         try:
-            upstream = await self.session.request(
-                request.method,
-                URL(self.upstream + request.raw_path, encoded=True),
-                headers=CIMultiDict(_forwarded(request.headers)),
-                data=body if request.body_exists else None,
-                allow_redirects=False,
-            )
+            upstream = await self._send(request, body)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            log.warning("upstream %s unreachable: %s", self.upstream, exc)
+            self._warn_unreachable(exc)
             self.stats.rejected[responses.UPSTREAM_UNAVAILABLE] += 1
             if timer is not None:
                 self.stats.outcomes[UPSTREAM_FAILED] += 1
             return responses.upstream_unavailable(type(exc).__name__)
         return await self._relay(request, upstream, timer)
+
+    async def _send(self, request: web.Request, body: bytes) -> aiohttp.ClientResponse:
+        """The upstream's answer (status and headers); the body is read by the relay."""
+        url = URL(self.upstream + request.raw_path, encoded=True)
+        headers, data = CIMultiDict(_forwarded(request.headers)), body if request.body_exists else None
+        try:
+            return await self.session.request(
+                request.method, url, headers=headers, data=data, allow_redirects=False
+            )
+        except aiohttp.ClientConnectorError:
+            raise  # nothing listens: vLLM is down, a retry would only wait longer
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
+            # A pooled connection that vLLM closed (its keep-alive expiring as we reused it): the
+            # request never reached it, so one more try on a fresh connection is safe.
+            return await self.session.request(
+                request.method, url, headers=headers, data=data, allow_redirects=False
+            )
+
+    def _warn_unreachable(self, exc: BaseException) -> None:
+        """One warning per 10 s at most: a down vLLM under traffic must not flood the log."""
+        now = asyncio.get_running_loop().time()
+        if now - self._warned_at >= 10.0:
+            self._warned_at = now
+            log.warning("upstream %s unreachable: %s", self.upstream, exc)
 
     async def _relay(
         self, request: web.Request, upstream: aiohttp.ClientResponse, timer: StreamTimer | None

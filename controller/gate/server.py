@@ -27,6 +27,9 @@ log = logging.getLogger("fleetslo.gate")
 
 #: How long a new upstream connection may take; a loopback vLLM that needs more is not there.
 CONNECT_TIMEOUT = 10.0
+#: Idle upstream connections are dropped after this long: under uvicorn's 5 s keep-alive (vLLM's
+#: server), so the gate rarely reuses a connection that vLLM is closing.
+UPSTREAM_KEEPALIVE = 4.0
 
 
 class Gate:
@@ -53,7 +56,7 @@ class Gate:
         s = self.settings
         # No pool limit: admission bounds generation requests; the pool must never add a second,
         # hidden queue. Bytes stay as vLLM sent them (no decompression, no added headers).
-        connector = aiohttp.TCPConnector(limit=0, enable_cleanup_closed=True)
+        connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=UPSTREAM_KEEPALIVE)
         self._session = aiohttp.ClientSession(
             connector=connector, auto_decompress=False,
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT),

@@ -39,6 +39,8 @@ class FakeOpenAIUpstream:
         self.token_delay = token_delay
         self.status = 200
         self.break_after: int | None = None
+        #: Hang up on this many requests without answering (a keep-alive connection closing).
+        self.drop_next = 0
         self.text: Callable[[int], str] = default_text
         self.requests = 0
         self.inflight = 0
@@ -84,6 +86,10 @@ class FakeOpenAIUpstream:
         self.requests += 1
         self.bodies.append(raw)
         self.headers.append({k.lower(): v for k, v in request.headers.items()})
+        if self.drop_next > 0 and request.transport is not None:
+            self.drop_next -= 1
+            request.transport.abort()
+            return web.Response()
         if self.status != 200:
             error = {"error": {"message": "fake error", "type": "fake", "code": self.status}}
             return web.json_response(error, status=self.status)

@@ -132,6 +132,16 @@ async def test_vllm_down_is_a_502_with_a_json_error_and_a_counter() -> None:
         assert rig.gate.admission.inflight == 0
 
 
+async def test_a_connection_vllm_drops_before_answering_is_retried_once_on_a_fresh_one() -> None:
+    async with running() as rig:
+        assert (await rig.post("/v1/chat/completions", chat(2)))[0] == 200  # a pooled connection now
+        direct = await rig.post("/v1/chat/completions", chat(2), base=rig.upstream.url)
+        rig.upstream.drop_next = 1
+        assert await rig.post("/v1/chat/completions", chat(2)) == direct
+        rig.upstream.drop_next = 2  # twice in a row is not a stale connection: 502
+        assert (await rig.post("/v1/chat/completions", chat(2)))[0] == 502
+
+
 async def test_an_oversized_body_is_413_before_it_takes_a_slot() -> None:
     async with running(max_body="2KiB") as rig:
         big = chat(prompt="x" * 4000)
