@@ -178,6 +178,12 @@ class FleetSLOPolicy:
             peak = max(load, state.forecast.peak(obs.at - cfg.scale_down_memory_s) or 0.0)
             need = min(current, max(1, math.ceil(peak / (per_replica * (1 - cfg.hysteresis)))))
             sizing = replace(sizing, need=need)
+        # The dead band on the way up: right after shedding replicas, a forecast a notch higher
+        # is noise, not a reason to ask back what was just given away.
+        small = need <= math.ceil(current * (1 + cfg.hysteresis))
+        if current < need and small and not queueing and self._just_shrank(state, obs.at):
+            need = current
+            sizing = replace(sizing, need=need)
         plan = _Plan(need, *sizing.why(), per_replica)
         plan = self._ttft_feedback(plan, obs, spec)
         if plan.replicas < current:
@@ -206,6 +212,11 @@ class FleetSLOPolicy:
         """Sequences per replica at which p90 TPOT is predicted at ``share`` of its target."""
         raw = state.model.capacity(spec.objectives.tpot.threshold * share, self.config.max_extrapolation)
         return None if raw is None else raw * correction
+
+    def _just_shrank(self, state: FleetSLOState, now: float) -> bool:
+        """A scale-down happened within the scale-down stabilization window."""
+        window = self.config.behavior.scale_down.stabilization_s
+        return any(change < 0 and t > now - window for t, change in state.events)
 
     @staticmethod
     def _warming_up(state: FleetSLOState, obs: Observation) -> bool:
@@ -292,9 +303,11 @@ class FleetSLOPolicy:
         state: FleetSLOState,
         now: float,
     ) -> FleetSLOState:
+        behavior = self.config.behavior
+        # Kept for the longest rate-limit period and for the scale-down window (``_just_shrank``).
         longest = max(
-            p.period_s
-            for p in (*self.config.behavior.scale_up.policies, *self.config.behavior.scale_down.policies)
+            behavior.scale_down.stabilization_s,
+            *(p.period_s for p in (*behavior.scale_up.policies, *behavior.scale_down.policies)),
         )
         events = tuple((t, c) for t, c in state.events if t > now - longest)
         if value == current:
