@@ -1,0 +1,85 @@
+"""``LocalFleet`` with real processes: what the demo's controller drives, through unchanged adapters."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from controller.actuators.gate import GateActuator
+from controller.actuators.local import LocalFleet
+from controller.actuators.local_replica import ReplicaRecipe
+from controller.demo.scenario import fleet_slo
+from controller.model import ReplicaCounts
+from controller.sim.profile import builtin_profile
+from controller.sim.scenario import make_spec
+from controller.simserver.clock import SpeedClock
+from controller.sources.direct import DirectSource
+
+pytestmark = pytest.mark.integration
+
+PROFILE = "mi300x-llama3.1-8b-fp8-tp1"
+SPEEDUP = 20.0  # the 20 s cold start below lasts one wall second
+
+
+def wait_until(check: Callable[[], bool], timeout: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_the_local_fleet_starts_scales_drains_and_stops_its_processes(tmp_path: Path) -> None:
+    spec = make_spec(builtin_profile(PROFILE), cold_start_s=20.0, name="demo")
+    target = spec.target
+    (tmp_path / "token").write_text("s3cret")
+    recipe = ReplicaRecipe(
+        profile=PROFILE,
+        model_name=target.model_name,
+        speedup=SPEEDUP,
+        cold_start_s=20.0,
+        token_file=tmp_path / "token",
+        log_dir=tmp_path,
+        slo_ttft_s=2.0,
+        slo_tpot_s=0.05,
+        max_inflight=64,
+        sidecar_interval_s=0.2,
+    )
+    clock = SpeedClock(SPEEDUP)
+    fleet = LocalFleet(target, recipe, clock.now)
+    gate = GateActuator(fleet, "s3cret", admin_url=fleet.admin_url, drain_timeout=5.0, poll_interval=0.05)
+    source = DirectSource(fleet, url=fleet.sidecar_url, interval=15.0, gpu_utilization=False)
+    try:
+        fleet.start(1)
+        assert fleet.counts() == ReplicaCounts(1, 0, 0) and [p.ready for p in fleet.pods(target)] == [True]
+        asked = time.monotonic()
+        assert fleet.scale(target, 2).changed
+        assert fleet.read(target).desired == 2 and fleet.counts().starting == 1
+        wait_until(lambda: fleet.counts().ready == 2)
+        assert time.monotonic() - asked >= 20.0 / SPEEDUP - 0.05, "ready only after the cold start"
+
+        wait_until(
+            lambda: source.observe(fleet_slo(spec), fleet.counts(), None, clock.now()).replicas_reporting == 2
+        )
+        assert gate.read_limit(target) == 64
+        gate.set_limit(target, 7)
+        assert gate.read_limit(target) == 7
+
+        drained = gate.drain(target, 1)
+        assert len(drained) == 1
+        wait_until(lambda: drained[0] not in [p.name for p in fleet.pods(target) if p.ready])
+        fleet.mark(target, drained)
+        fleet.scale(target, 1)
+        assert [p.name for p in fleet.pods(target)] != drained and len(fleet.pods(target)) == 1
+        gone = next(r for r in fleet.replicas if r.name == drained[0])
+        wait_until(lambda: gone.gone_at is not None)
+        assert all(p.poll() is not None for p in gone.processes)
+        assert [name for name, _ in fleet.gates()] == [p.name for p in fleet.pods(target)]
+    finally:
+        gate.close()
+        source.close()
+        fleet.close()
+    assert all(p.poll() is not None for r in fleet.replicas for p in r.processes)
+    assert fleet.replica_seconds(clock.now()) > 0
