@@ -8,6 +8,7 @@ this module turns already-read data into settings.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Mapping
 from enum import StrEnum
@@ -97,7 +98,7 @@ class Objective(_Frozen):
             return None
         if not value:
             raise ValueError("must list at least one bucket edge (or be left out)")
-        if any(b <= 0 for b in value) or any(b >= a for b, a in zip(value, value[1:], strict=False)):
+        if any(b <= 0 for b in value) or any(b >= a for b, a in itertools.pairwise(value)):
             raise ValueError("edges must be positive and strictly increasing, as vLLM requires")
         return value
 
