@@ -450,7 +450,9 @@ def _run_alerts(args: argparse.Namespace) -> int:
 def _configure_dashboards(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     build = sub.add_parser("build", help="Grafana dashboards (JSON, Grafana 11)")
-    build.add_argument("--out", default="dashboards/generated", help="output folder (default dashboards/generated)")
+    build.add_argument(
+        "--out", default="dashboards/generated", help="output folder (default dashboards/generated)"
+    )
     build.add_argument("--check", action="store_true", help="compare with --out instead; exit 1 on drift")
 
 
