@@ -1,5 +1,6 @@
 # fleetslo — the two commands a new machine needs:
-#   make demo   run the main job (today: the sidecar exporter against a replayed vLLM server)
+#   make demo   run the main job: `fleetslo demo`, the whole loop on this machine (2 minutes;
+#               DEMO_SECONDS=N, DEMO_ARGS="--prometheus --scenario spike ...")
 #   make test   run the whole test suite (installs what it needs; Debian packages when root)
 
 PY ?= python3
@@ -7,7 +8,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint typecheck unit tools bench clean helm-files helm-golden
+DEMO_SECONDS ?= 120
+DEMO_ARGS ?=
+
+.PHONY: demo sidecar-demo test lint typecheck unit tools bench clean helm-files helm-golden
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -20,6 +24,9 @@ tools:
 	bash scripts/install-helm.sh
 
 demo: $(STAMP)
+	$(BIN)/fleetslo demo --duration $(DEMO_SECONDS)s $(DEMO_ARGS)
+
+sidecar-demo: $(STAMP)
 	bash scripts/exporter-demo.sh
 
 lint: $(STAMP)

@@ -401,6 +401,63 @@ def _run_sim_server(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------------------------
+# fleetslo demo
+# --------------------------------------------------------------------------------------------
+
+
+def _configure_demo(p: argparse.ArgumentParser) -> None:
+    from controller.demo.scenario import DEFAULT_PROFILE, DEFAULT_TRACE, SCENARIOS
+
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--trace", default=DEFAULT_TRACE, help=f"trace to replay (default {DEFAULT_TRACE})")
+    which.add_argument("--scenario", choices=SCENARIOS, help="synthetic traffic instead of a trace")
+    p.add_argument("--duration", default="120s", help="wall time of the replay (default 120s)")
+    p.add_argument("--speedup", type=float, default=10.0, help="simulated seconds per wall second (10)")
+    p.add_argument("--rps", type=float, default=2.5, help="mean simulated requests/s before the spike (2.5)")
+    p.add_argument("--spike", type=float, default=2.5, help="traffic ×N from 40%% to 60%% of the run (2.5)")
+    p.add_argument("--profile", default=DEFAULT_PROFILE, help=f"engine profile (default {DEFAULT_PROFILE})")
+    p.add_argument("--slo-ttft", dest="slo_ttft", default="2s", help="p90 TTFT target (default 2s)")
+    p.add_argument("--slo-tpot", dest="slo_tpot", default="50ms", help="p90 TPOT target (default 50ms)")
+    p.add_argument("--min-replicas", dest="min_replicas", type=int, default=1)
+    p.add_argument("--max-replicas", dest="max_replicas", type=int, default=8)
+    p.add_argument("--cold-start", dest="cold_start", help="simulated replica start-up (the profile's)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--report", default="out/demo-report.html", help="HTML report (out/demo-report.html)")
+    p.add_argument("--prometheus", action="store_true", help="also run a local Prometheus with the rules")
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from controller.demo.app import run_demo
+    from controller.demo.scenario import DemoOptions
+    from controller.settings import parse_duration
+    from controller.sim.traces import load_trace
+
+    def seconds(flag: str, value: str | None) -> float | None:
+        try:
+            return None if value is None else parse_duration(value)
+        except ValueError as exc:
+            raise ConfigError(f"--{flag}: {exc}") from None
+
+    options = DemoOptions(
+        trace=None if args.scenario else args.trace, scenario=args.scenario,
+        duration_s=seconds("duration", args.duration) or 0.0, speedup=args.speedup, rps=args.rps,
+        spike=args.spike, profile=args.profile, ttft_s=seconds("slo-ttft", args.slo_ttft) or 0.0,
+        tpot_s=seconds("slo-tpot", args.slo_tpot) or 0.0, min_replicas=args.min_replicas,
+        max_replicas=args.max_replicas, cold_start_s=seconds("cold-start", args.cold_start), seed=args.seed,
+        report=args.report, prometheus=args.prometheus,
+    ).check()  # fmt: skip
+    if options.trace is not None and not Path(options.trace).is_file():
+        raise ConfigError(f"--trace: {options.trace} not found (run from the repository or give a file)")
+    base = load_trace(options.trace) if options.trace is not None else None
+    console = Console()
+    if not console.is_terminal:
+        console.width = 200  # a pipe or a CI log: lines as long as they are
+    return run_demo(options, base, load_profile(options.profile), console)
+
+
+# --------------------------------------------------------------------------------------------
 # fleetslo alerts build / fleetslo dashboards build
 # --------------------------------------------------------------------------------------------
 
@@ -528,6 +585,8 @@ COMMANDS: list[Command] = [
             _configure_run, _run_controller),
     Command("sim-server", "a simulated vLLM replica (OpenAI API, vLLM /metrics) driven by the engine model",
             _configure_sim_server, _run_sim_server),
+    Command("demo", "the whole loop on this machine: simulated fleet, sidecars, controller, a real trace",
+            _configure_demo, _run_demo),
     Command("alerts", "alert rules and Alertmanager routing from FleetSLO specs (alerts build)",
             _configure_alerts, _run_alerts),
     Command("dashboards", "Grafana dashboards for the fleet, GPUs and the controller (dashboards build)",

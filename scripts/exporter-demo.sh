@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job until `fleetslo demo` exists: a replayed real vLLM capture, the fleetslo sidecar
+# `make sidecar-demo` (the main job is `make demo`): a replayed real vLLM capture, the fleetslo sidecar
 # scraping it, and the sidecar's windowed p50/p90/p99 TTFT/ITL/TPOT and SLO attainment printed
 # as they evolve. Runs for DEMO_SECONDS (default 30), then stops everything it started.
 set -euo pipefail
