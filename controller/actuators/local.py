@@ -5,7 +5,7 @@
 * ``ReplicaActuator`` — ``scale(n)`` starts replicas (the two processes, on free loopback ports;
   the sim-server's cold start counts from that moment) or removes them: starting ones first, newest
   first (as a ReplicaSet deletes not-ready pods first), then the ones marked after a drain, then
-  the least busy. Removal sends SIGTERM to both processes; they are gone when both have exited;
+  the newest. Removal sends SIGTERM to both processes; they are gone when both have exited;
 * ``PodDirectory`` — its pods, ready once the sim-server's ``/health`` and the sidecar's
   ``/readyz`` answer 200 (a draining gate makes ``/readyz`` 503, so a draining pod turns unready
   as on Kubernetes), with ``sidecar_url`` and ``admin_url`` for the direct source and the gate

@@ -32,7 +32,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from rich.console import Console
 from rich.live import Live
 
-from controller.actuators.local import LocalFleet
+from controller.actuators.local import LocalFleet, LocalFleetError
 from controller.actuators.local_replica import ReplicaRecipe, free_port
 from controller.demo import outcome, view
 from controller.demo.control import ControlLoop
@@ -88,7 +88,11 @@ def run_demo(options: DemoOptions, base: Trace | None, profile: EngineProfile, c
     token = paths.files / "admin-token"
     token.write_text(secrets.token_urlsafe(24), encoding="utf-8")
     token.chmod(0o600)
-    record = Demo(options, scenario, paths, console).run()
+    try:
+        record = Demo(options, scenario, paths, console).run()
+    except LocalFleetError as exc:  # the machine could not start the fleet: nothing to judge
+        console.print(f"fleetslo demo: {exc}", style="red", highlight=False)
+        return 1
     live = outcome.live_result(record, scenario, options)
     simulated, static, size = outcome.simulated_results(scenario, options)
     title = outcome.title(scenario, options)
