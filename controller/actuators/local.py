@@ -107,14 +107,16 @@ class LocalFleet:
     # --- lifecycle of the fleet ----------------------------------------------------------------
 
     def start(self, warm: int, timeout: float = 60.0) -> None:
-        """Start ``warm`` replicas without a cold start, wait until they are ready, start the monitor."""
+        """Start ``warm`` replicas without a cold start and start the monitor; return once they are
+        warm: ready, and each sidecar already serving its engine's page (a warm fleet has been
+        scraped, so the first observation of it has data)."""
         with self._lock:
             for _ in range(warm):
                 self._launch(cold_start_s=0.0)
         self._monitor = threading.Thread(target=self._watch, name="local-fleet", daemon=True)
         self._monitor.start()
         deadline = time.monotonic() + timeout
-        while self.counts().ready < warm:
+        while self.counts().ready < warm or not all(self._reporting(r) for r in self.replicas):
             self._check_failed_start()
             if time.monotonic() > deadline:
                 raise LocalFleetError(
@@ -340,6 +342,9 @@ class LocalFleet:
 
     def _healthy(self, replica: LocalReplica) -> bool:
         return self._ok(f"http://{LOOPBACK}:{replica.ports.engine}/health") and self._sidecar_ready(replica)
+
+    def _reporting(self, replica: LocalReplica) -> bool:
+        return self._ok(f"http://{LOOPBACK}:{replica.ports.sidecar}/vllm/metrics")
 
     def _sidecar_ready(self, replica: LocalReplica) -> bool:
         return self._ok(f"http://{LOOPBACK}:{replica.ports.sidecar}/readyz")

@@ -100,6 +100,12 @@ class ControlLoop:
         self._thread = threading.Thread(target=self._run, name="demo-controller", daemon=True)
 
     def start(self) -> None:
+        """Start ticking at simulated time 0 (call it when the clock's origin was just set)."""
+        # The warm fleet was up before the traffic, and a controller running beside it would have
+        # scraped it already: one scrape now anchors every replica's first window at 0, as the
+        # simulator anchors a ready replica's (otherwise the first tick sees no data and the
+        # policy's first window closes one interval later than in the simulation).
+        self.source.observe(self.slo, self.fleet.counts(), self.limit, 0.0)
         self._thread.start()
 
     def stop(self) -> None:
