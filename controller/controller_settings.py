@@ -31,17 +31,10 @@ from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-from controller.settings import PositiveDuration, parse_listen
+from controller.settings import PositiveDuration, http_url, parse_listen
 
-_URL = re.compile(r"^https?://[^/\s?#]+(/\S*)?$")
 #: A Kubernetes object name or namespace (RFC 1123 subdomain, as the API checks it).
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-
-
-def _url(value: str) -> str:
-    if not _URL.match(value):
-        raise ValueError(f"expected an http:// or https:// URL (got {value!r})")
-    return value.rstrip("/")
 
 
 def _durations(value: object) -> object:
@@ -77,7 +70,7 @@ class PrometheusSettings(_Group):
     @field_validator("url")
     @classmethod
     def _check_url(cls, value: str) -> str:
-        return _url(value)
+        return http_url(value)
 
 
 class DirectSettings(_Group):
@@ -222,7 +215,7 @@ class ControllerSettings(_Group):
     @field_validator("otlp_endpoint")
     @classmethod
     def _check_otlp(cls, value: str | None) -> str | None:
-        return None if value is None else _url(value)
+        return None if value is None else http_url(value)
 
     @field_validator("interval")
     @classmethod

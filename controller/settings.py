@@ -203,7 +203,8 @@ class FleetSLO(_Frozen):
 _HTTP_URL = re.compile(r"^https?://[^/\s?#]+(/\S*)?$")
 
 
-def _http_url(value: str) -> str:
+def http_url(value: str) -> str:
+    """``value`` without a trailing slash if it is an http(s) URL with a host; ``ValueError`` if not."""
     # A regex rather than urllib: the policy core imports this module and must stay free of
     # anything that can do I/O (import-linter forbids urllib wholesale).
     if not _HTTP_URL.match(value):
@@ -235,12 +236,12 @@ class ExporterSettings(_Frozen):
     @field_validator("vllm_url")
     @classmethod
     def _check_url(cls, value: str) -> str:
-        return _http_url(value)
+        return http_url(value)
 
     @field_validator("otlp_endpoint")
     @classmethod
     def _check_otlp(cls, value: str | None) -> str | None:
-        return None if value is None else _http_url(value)
+        return None if value is None else http_url(value)
 
     @field_validator("listen")
     @classmethod
@@ -323,7 +324,7 @@ class GateSettings(_Frozen):
     @field_validator("upstream")
     @classmethod
     def _check_upstream(cls, value: str) -> str:
-        return _http_url(value)
+        return http_url(value)
 
     @field_validator("listen", "admin_listen")
     @classmethod
