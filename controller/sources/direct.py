@@ -3,28 +3,37 @@
 Each observe lists the target's pods (``PodDirectory``), scrapes every ready pod's sidecar
 ``/vllm/metrics`` (the last raw vLLM page; 503 while vLLM is down) concurrently, keeps a bounded
 history per pod and builds the observation with ``controller.observation.build_observation`` — the
-same code the simulator uses, so a policy sees the same kind of numbers in both. Optionally the
-sidecar's ``/metrics`` gives GPU utilization, integrated over time into busy seconds.
+same code the simulator uses, so a policy sees the same kind of numbers in both.
+
+The sidecar's own ``/metrics`` adds what vLLM cannot see. With a gate in front of vLLM, requests
+held back by the batch limit wait in the gate's queue, and their TTFT starts at the gate:
+``controller.metrics.gate_families`` folds the gate's queue into the pod's waiting count and its
+exact TTFT/TPOT histograms in place of vLLM's, so the policy sees the latency its own limit causes.
+Optionally the same page gives GPU utilization, integrated over time into busy seconds.
 
 A pod that does not answer, answers an error or lacks the model is **not reporting** this time:
 it adds no sample, so it never looks idle; its earlier samples still count for the window it
-served in. Only a failure to list the pods at all is an error (raised by the directory).
+served in. While the gate is read, that includes a ``/metrics`` that fails: without it a gated
+pod's sample would lack its queue and switch its TTFT to vLLM's for one scrape. Only a failure to
+list the pods at all is an error (raised by the directory).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import httpx
+from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller import conventions as cv
 from controller.actuators.base import PodDirectory, PodEndpoint
 from controller.errors import ExpositionError
 from controller.metrics.exposition import parse_vllm
+from controller.metrics.gate_families import read_gate, with_gate
 from controller.metrics.window import SnapshotRing
 from controller.model import EngineSnapshot, Observation, ReplicaCounts
 from controller.observation import build_observation
@@ -82,6 +91,7 @@ class DirectSource:
         timeout: float = 2.0,
         interval: float = 15.0,
         gpu_utilization: bool = True,
+        gate: bool = True,
         url: Callable[[PodEndpoint], str] | None = None,
         transport: httpx.BaseTransport | None = None,
         workers: int = 16,
@@ -89,6 +99,7 @@ class DirectSource:
         self.pods = pods
         self.interval = interval
         self.gpu_utilization = gpu_utilization
+        self.gate = gate
         self._url = url or (lambda pod: f"{scheme}://{pod.ip}:{port}")
         self._http = httpx.Client(timeout=timeout, transport=transport)
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="fleetslo-direct")
@@ -133,28 +144,44 @@ class DirectSource:
 
     def _scrape(self, pod: PodEndpoint, model: str) -> _Page | None:
         base = self._url(pod)
+        snapshot = self._vllm(pod.name, base, model)
+        if snapshot is None:
+            return None
+        if not (self.gpu_utilization or self.gate):
+            return _Page(snapshot, None)
+        families = self._sidecar(pod.name, base)
+        if families is None:
+            # Whether a gate queues requests here is unknown: a sample without it would be wrong.
+            return None if self.gate else _Page(snapshot, None)
+        gate = read_gate(families) if self.gate else None
+        utilization = mean_of(families, cv.GPU_UTILIZATION) if self.gpu_utilization else None
+        return _Page(with_gate(snapshot, gate), utilization)
+
+    def _vllm(self, pod: str, base: str, model: str) -> EngineSnapshot | None:
+        """The pod's vLLM series for ``model``; ``None`` (logged) when it is not reporting."""
         try:
             response = self._http.get(f"{base}/vllm/metrics")
             if response.status_code != 200:
-                log.info("pod %s not reporting: HTTP %s", pod.name, response.status_code)
+                log.info("pod %s not reporting: HTTP %s", pod, response.status_code)
                 return None
             snapshot = parse_vllm(response.text).get(model)
         except (httpx.HTTPError, ExpositionError) as exc:
-            log.info("pod %s not reporting: %s: %s", pod.name, type(exc).__name__, exc)
+            log.info("pod %s not reporting: %s: %s", pod, type(exc).__name__, exc)
             return None
         if snapshot is None:
-            log.info("pod %s not reporting: no series for model %r", pod.name, model)
-            return None
-        return _Page(snapshot, self._utilization(base) if self.gpu_utilization else None)
+            log.info("pod %s not reporting: no series for model %r", pod, model)
+        return snapshot
 
-    def _utilization(self, base: str) -> float | None:
-        """Mean GPU utilization from the sidecar's own page; ``None`` if it has none."""
+    def _sidecar(self, pod: str, base: str) -> list[Metric] | None:
+        """The families on the sidecar's own page (gate, GPU); ``None`` (logged) if unreadable."""
         try:
             response = self._http.get(f"{base}/metrics")
             if response.status_code != 200:
+                log.info("pod %s: sidecar /metrics answered HTTP %s", pod, response.status_code)
                 return None
-            return mean_gauge(response.text, cv.GPU_UTILIZATION)
-        except (httpx.HTTPError, ValueError):
+            return list(text_string_to_metric_families(response.text))
+        except (httpx.HTTPError, ValueError) as exc:
+            log.info("pod %s: sidecar /metrics unreadable: %s: %s", pod, type(exc).__name__, exc)
             return None
 
 
@@ -174,7 +201,10 @@ def _slack(rings: Sequence[SnapshotRing[PodScrape]], interval: float) -> float:
 
 def mean_gauge(text: str, name: str) -> float | None:
     """The mean of every sample of gauge ``name`` on an exposition page; ``None`` if absent."""
-    values: Sequence[float] = [
-        s.value for f in text_string_to_metric_families(text) if f.name == name for s in f.samples
-    ]
+    return mean_of(text_string_to_metric_families(text), name)
+
+
+def mean_of(families: Iterable[Metric], name: str) -> float | None:
+    """The mean of every sample of gauge ``name`` among parsed families; ``None`` if absent."""
+    values: Sequence[float] = [s.value for f in families if f.name == name for s in f.samples]
     return sum(values) / len(values) if values else None
