@@ -11,6 +11,14 @@ Names: a vLLM series may be stored as ``vllm:x`` or, escaped by newer client lib
 (``current or legacy``): some vLLM versions export both, and summing them would count twice.
 Aggregations never name the ``engine`` label, so pages with and without it both work.
 
+Behind an admission gate, requests held back by the batch limit wait in the gate's queue, which
+vLLM does not see: waiting adds the gate's ``fleetslo_gate_queue_length`` (``(vllm + gate) or
+vllm``, so a fleet without a gate keeps vLLM's sum and nothing is counted twice), and TTFT/TPOT come
+from the gate's exact histograms (arrival at the gate to the first token) in windows where the gate
+saw a streamed request, else from vLLM's (``gate or (vllm unless on() gate)``: one bucket layout,
+never a mix). Gate series carry no ``model_name``; they are matched by namespace and pod, as the
+GPU series are. In a fleet where only some pods run a gate, the gate's histogram covers only those.
+
 Histograms are returned per ``le`` bucket (rates), not as ``histogram_quantile``: the caller computes
 p50/p90/p99 and the attainment at the SLO threshold from one set of buckets with the same
 Prometheus-exact math the sidecar uses.
@@ -56,6 +64,8 @@ COUNTERS: dict[Signal, str] = {
     Signal.GENERATION_TOKENS: cv.Counter.GENERATION_TOKENS,
     Signal.PREEMPTIONS: cv.Counter.PREEMPTIONS,
 }
+#: Histogram signals the gate measures per request, from arrival at the gate (queueing included).
+GATE_HISTOGRAMS: dict[Signal, str] = {Signal.TTFT: cv.GATE_TTFT, Signal.TPOT: cv.GATE_TPOT}
 #: Gauge signals and how they aggregate over replicas and engines.
 GAUGES: dict[Signal, tuple[str, str]] = {
     Signal.RUNNING: (cv.Gauge.RUNNING, "sum"),
@@ -135,6 +145,19 @@ def _current_or_legacy(canonical: str, suffix: str, selection: Selection, render
     return expr
 
 
+def _gate_or_vllm(gate_family: str, vllm: str, selection: Selection, w: str) -> str:
+    """The gate's bucket rates where it saw requests in the window, else ``vllm``'s, never both."""
+    buckets = f"sum by (le) (rate({selection.plain(gate_family + '_bucket')}[{w}]))"
+    seen = f"sum(rate({selection.plain(gate_family + '_count')}[{w}])) > 0"
+    gate = f"({buckets} and on() ({seen}))"
+    return f"{gate} or (({vllm}) unless on() {gate})"
+
+
+def _plus_gate_queue(vllm: str, selection: Selection) -> str:
+    """vLLM's waiting plus the gate's queue; vLLM's alone where no gate reports one."""
+    return f"(({vllm}) + sum({selection.plain(cv.GATE_QUEUE_LENGTH)})) or ({vllm})"
+
+
 def _tag(signal: Signal, expr: str) -> str:
     return f'label_replace({expr}, "{SIGNAL_LABEL}", "{signal.value}", "", "")'
 
@@ -149,6 +172,9 @@ def signal_exprs(selection: Selection, window: float, max_age: float) -> dict[Si
         exprs[signal] = _current_or_legacy(family, "_total", selection, f"sum(rate({{sel}}[{w}]))")
     for signal, (family, how) in GAUGES.items():
         exprs[signal] = _current_or_legacy(family, "", selection, f"{how}({{sel}})")
+    for signal, gate_family in GATE_HISTOGRAMS.items():
+        exprs[signal] = _gate_or_vllm(gate_family, exprs[signal], selection, w)
+    exprs[Signal.WAITING] = _plus_gate_queue(exprs[Signal.WAITING], selection)
     exprs[Signal.GPU_UTILIZATION] = f"avg({selection.plain(cv.GPU_UTILIZATION)})"
     running = selection.vllm(cv.promql_names(cv.Gauge.RUNNING))
     exprs[Signal.NEWEST] = f"max(timestamp({running}))"

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from controller import conventions as cv
 from controller.settings import Target, TargetKind
 from controller.sources.promql import (
     Selection,
@@ -40,7 +41,8 @@ def test_legacy_names_only_fill_in_when_the_current_name_is_absent() -> None:
     assert "kv_cache_usage_perc" in current and "gpu_cache_usage_perc" not in current
     assert "gpu_cache_usage_perc" in legacy
     assert "time_per_output_token_seconds_bucket" in exprs[Signal.ITL].split(" or ", 1)[1]
-    assert " or " not in exprs[Signal.TPOT]  # no alias: nothing to fall back to
+    # no alias: nothing to fall back to (the legacy name is vLLM's prefix right before "time_per")
+    assert not re.search(r"vllm[:_]time_per_output_token", exprs[Signal.TPOT])
 
 
 def test_aggregations_never_name_the_engine_label() -> None:
@@ -85,3 +87,17 @@ def test_one_query_tags_every_signal() -> None:
 def test_durations_are_valid_promql() -> None:
     assert duration(60) == "60s"
     assert duration(1.5) == "1500ms"
+
+
+def test_the_gate_queue_and_exact_latency_fall_back_to_vllm_without_a_gate() -> None:
+    exprs = signal_exprs(Selection(TARGET), 60, 60)
+    waiting = exprs[Signal.WAITING]
+    summed, alone = waiting.split(" or ", 1)
+    assert f"{cv.GATE_QUEUE_LENGTH}{{" in summed and "fleetslo_gate" not in alone
+    for signal, gate in ((Signal.TTFT, cv.GATE_TTFT), (Signal.TPOT, cv.GATE_TPOT)):
+        expr = exprs[signal]
+        assert f"{gate}_bucket{{" in expr and f"{gate}_count{{" in expr
+        assert "unless on()" in expr  # vLLM's buckets only when the gate has none: never a mix
+    gate_selector = re.search(cv.GATE_QUEUE_LENGTH + r"\{[^}]*\}", waiting)
+    assert gate_selector is not None and "model_name" not in gate_selector.group(0)  # the gate has none
+    assert "fleetslo_gate" not in exprs[Signal.ITL]  # the gate measures no per-token gaps
