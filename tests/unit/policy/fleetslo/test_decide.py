@@ -97,9 +97,9 @@ def test_a_doubling_of_traffic_scales_up_in_one_decision() -> None:
     state, t = trained_state(policy)
     o = obs(t, 10, 60.0, tpot=tpot_for(6.0), waiting=200.0)
     decision, _ = policy.decide(o, state, SPEC, t)
-    # Sized for the load with 20 % headroom (25), bounded to one step of max(4 pods, 100 %) per 15 s.
+    # Sized for the load with 10 % headroom (23), bounded to one step of max(4 pods, 100 %) per 15 s.
     assert decision.replicas == 20
-    assert decision.reason is Reason.RATE_LIMITED and "wanted 25" in decision.message
+    assert decision.reason is Reason.RATE_LIMITED and "wanted 23" in decision.message
     assert decision.message.startswith("fleetslo: ")
     assert decision.predicted_tpot_p90 is not None
 
