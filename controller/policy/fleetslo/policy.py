@@ -343,13 +343,15 @@ class FleetSLOPolicy:
         """Per-replica sequences at which p90 TPOT is predicted at its share of the target."""
         if spec.batch_limit.actuator == BatchActuator.NONE or self._warming_up(state, obs):
             return None
-        # The model alone, without the sizing correction and with a looser cap on extrapolation: the
-        # limit protects TPOT under overload; set too low it only trades a TPOT breach for queueing
-        # (a TTFT breach) and makes the fleet look busier than it is.
-        target = spec.objectives.tpot.threshold
-        at = state.model.capacity(target, 2 * self.config.max_extrapolation)
-        if at is None:
+        # The fitted line alone: no sizing correction, no evidence cap, no fallback. The limit
+        # protects TPOT under overload; set too low (a cap learned at light load, a proportional
+        # guess) it only trades a TPOT breach for queueing — a TTFT breach — and makes the fleet
+        # look busier than it is. Without a fit the current limit stays.
+        fitted = state.model.fitted()
+        if fitted is None:
             return None
+        a, b = fitted
+        at = max(0.0, (spec.objectives.tpot.threshold - a) / b)
         if state.service_time is None:
             return None
         # Sequences per replica = completions per replica × time in the batch (Little's law), with

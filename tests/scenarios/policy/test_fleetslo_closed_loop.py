@@ -46,8 +46,12 @@ def test_a_3x_step_is_absorbed_within_cold_start_plus_five_minutes() -> None:
     cold_start = SPEC.replicas.cold_start
     assert all(t < 900.0 + cold_start + 300.0 for t in bad), bad
     assert result["window_attainment"] >= 0.9
-    after = [n for t, n in replicas_over_time(result) if 1500.0 <= t < 2100.0]
-    assert min(after) >= 12  # grew with the load, roughly 3x
+    sizes = replicas_over_time(result)
+    before = max(n for t, n in sizes if 600.0 <= t < 900.0)
+    after = [n for t, n in sizes if 1500.0 <= t < 2100.0]
+    # Grew with the load: at least twice the pre-step fleet all through the step (the 3x load does
+    # not need 3x replicas when the pre-step fleet carried headroom).
+    assert min(after) >= 2 * before
 
 
 def test_a_slow_ramp_is_followed_without_violations_and_the_fleet_shrinks_after_it() -> None:
