@@ -49,7 +49,7 @@ Scenario = Callable[
 
 def run(fake: FakeVllmServer, scenario: Scenario, **overrides: object) -> None:
     options: dict[str, object] = {
-        "vllm_url": fake.url, "listen": "127.0.0.1:0", "interval": 1.0, "timeout": 0.5,
+        "vllm_url": fake.url, "listen": "127.0.0.1:0", "interval": 1.0, "timeout": 2.0,
         "windows": [5.0], "slo_ttft": 2.5, "slo_tpot": 0.05,
     }  # fmt: skip
     options.update(overrides)
@@ -146,7 +146,7 @@ def test_each_kind_of_bad_answer_is_counted_under_its_own_reason() -> None:
         await sidecar.scrape_once()
         fake.page, fake.status = TEXT, 500
         await sidecar.scrape_once()
-        fake.status, fake.delay = 200, 1.0
+        fake.status, fake.delay = 200, 3.0
         await sidecar.scrape_once()
         fake.delay = 0.0
         _, page = await get("/metrics")

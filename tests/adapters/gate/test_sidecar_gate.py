@@ -50,7 +50,8 @@ async def test_the_sidecar_publishes_gate_families_and_prefers_exact_latency() -
     fake = await FakeOpenAIUpstream(first_token_delay=0.12, token_delay=0.01).start()
     clock = FakeClock()
     settings = ExporterSettings(vllm_url="http://127.0.0.1:1", listen="127.0.0.1:0", interval=1.0,
-                                windows=[5.0], slo_ttft=SLO.ttft, slo_tpot=SLO.tpot)  # fmt: skip
+                                timeout=10.0, windows=[5.0], slo_ttft=SLO.ttft,
+                                slo_tpot=SLO.tpot)  # fmt: skip
     with FakeVllmServer(TEXT) as vllm:
         settings = settings.model_copy(update={"vllm_url": vllm.url})
         sidecar = Sidecar(settings, clock=clock)
