@@ -47,7 +47,7 @@ class VllmScraper:
             async with self.session.get(self.url, headers={"Accept": ACCEPT}, timeout=self.timeout) as resp:
                 if resp.status != 200:
                     raise EngineScrapeError(f"{self.url}: HTTP {resp.status}", "http_status")
-                body = await resp.content.read(MAX_PAGE_BYTES + 1)
+                body = await _read_all(resp, MAX_PAGE_BYTES)
         except TimeoutError as exc:
             raise EngineScrapeError(
                 f"{self.url}: no answer within {self.timeout.total:g}s", "timeout"
@@ -60,6 +60,21 @@ class VllmScraper:
             return body.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise EngineScrapeError(f"{self.url}: page is not UTF-8 text", "parse") from exc
+
+
+async def _read_all(resp: aiohttp.ClientResponse, limit: int) -> bytes:
+    """The whole body, up to ``limit`` + 1 bytes (one byte more says it was too large).
+
+    ``StreamReader.read(n)`` returns whatever has arrived, at most ``n`` bytes, so a single read of a
+    page that spans several TCP segments returns a truncated page; read until the end instead.
+    """
+    chunks, size = [], 0
+    async for chunk in resp.content.iter_chunked(256 * 1024):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            break
+    return b"".join(chunks)
 
 
 async def sleep_until(loop: asyncio.AbstractEventLoop, deadline: float) -> None:

@@ -187,3 +187,23 @@ def test_the_sidecar_page_passes_promtool_check_metrics(tmp_path: Path) -> None:
         [promtool, "check", "metrics"], input=pages[0], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_page_larger_than_one_read_is_read_whole() -> None:
+    """A 1 MB page arrives in many TCP segments; the sidecar must read all of it, not the first."""
+    from benchmarks.pages import large_page
+
+    page = large_page()
+
+    async def scenario(sidecar, fake, clock, get) -> None:  # type: ignore[no-untyped-def]
+        for i in range(3):
+            fake.page = grow_capture(page, 1.0 + i)
+            await sidecar.scrape_once()
+            clock.advance(1.0)
+        _, metrics = await get("/metrics")
+        assert value(metrics, cv.ENGINE_SCRAPE_ERRORS + "_total", reason="parse") == 0
+        assert value(metrics, cv.ENGINE_UP, model_name="model-7") == 1
+
+    assert len(page) > 1_000_000
+    with FakeVllmServer(page) as fake:
+        run(fake, scenario)

@@ -77,6 +77,7 @@ async def test_the_sidecar_publishes_gate_families_and_prefers_exact_latency() -
                     await scrape(i)
                 _, page = await get("/metrics")
                 p90 = {"quantile": "0.9", "window": "5s", "model_name": MODEL}
+                assert labels_of(page, cv.TTFT_SECONDS), page
                 assert labels_of(page, cv.TTFT_SECONDS)[0][cv.LABEL_SOURCE] == "vllm"
                 assert value(page, cv.GATE_INFLIGHT) == 0
                 assert value(page, cv.GATE_LIMIT + "") is None  # no limit: absent, not 0
