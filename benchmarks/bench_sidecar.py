@@ -66,10 +66,22 @@ def run(page: str, seconds: float) -> dict[str, float]:
                 time.sleep(INTERVAL)
             cpu = cpu_seconds(process.pid) - cpu0
             wall = time.monotonic() - wall0
-            return {"cpu_percent_of_core": 100 * cpu / wall, "rss_mb_peak": peak, "seconds": wall}
+            return {
+                "cpu_percent_of_core": 100 * cpu / wall, "rss_mb_peak": peak, "seconds": wall,
+                "scrape_errors": _scrape_errors(httpx.get(url, timeout=5).text),
+            }  # fmt: skip
         finally:
             process.terminate()
             process.wait(timeout=10)
+
+
+def _scrape_errors(page: str) -> float:
+    """Failed scrapes of the fake vLLM during the run: a figure is only valid with none."""
+    total = 0.0
+    for line in page.splitlines():
+        if line.startswith("fleetslo_engine_scrape_errors_total"):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
 
 
 def _wait(url: str) -> None:
@@ -91,7 +103,8 @@ def main() -> dict[str, dict[str, float]]:
     }
     for name, r in results.items():
         print(f"{name:36s} cpu {r['cpu_percent_of_core']:5.2f}% of a core   rss {r['rss_mb_peak']:5.1f} MB"
-              f"   over {r['seconds']:.0f} s   (targets < 1%, < 80 MB)")  # fmt: skip
+              f"   over {r['seconds']:.0f} s, {r['scrape_errors']:.0f} failed scrapes"
+              "   (targets < 1%, < 80 MB)")  # fmt: skip
     return results
 
 
