@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 
 from benchmarks.pages import CAPTURE, large_page
+from controller.actuators.local_replica import free_port
 from controller.testing import FakeVllmServer, replay_page
 
 INTERVAL = 5.0
@@ -35,14 +36,6 @@ def rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return float("nan")
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def run(page: str, seconds: float) -> dict[str, float]:

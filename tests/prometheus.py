@@ -6,7 +6,6 @@ API exactly as the controller's Prometheus source and Grafana would send them.
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -16,13 +15,8 @@ from typing import Any, BinaryIO
 import httpx
 import yaml
 
+from controller.actuators.local_replica import free_port
 from tests.support import require_tool
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class PrometheusServer:

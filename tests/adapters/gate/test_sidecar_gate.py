@@ -10,7 +10,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller import conventions as cv
+from controller.actuators.local_replica import free_port
 from controller.exporter.app import Sidecar
 from controller.gate.server import Gate
 from controller.gate.testing import FakeOpenAIUpstream
@@ -114,19 +114,13 @@ async def test_the_sidecar_publishes_gate_families_and_prefers_exact_latency() -
                 await fake.stop()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def test_fleetslo_exporter_with_gate_flags_serves_through_the_gate_and_the_admin_api(
     tmp_path: Path,
 ) -> None:
     fake = await FakeOpenAIUpstream().start()
     token_file = tmp_path / "token"
     token_file.write_text("tok-123\n")
-    listen, gate_port, admin_port = _free_port(), _free_port(), _free_port()
+    listen, gate_port, admin_port = free_port(), free_port(), free_port()
     args = [
         sys.executable, "-m", "controller.cli", "exporter", "--vllm-url", fake.url,
         "--listen", f"127.0.0.1:{listen}", "--gate-listen", f"127.0.0.1:{gate_port}",

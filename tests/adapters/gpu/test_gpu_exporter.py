@@ -4,7 +4,6 @@ sockets; and a broken GPU backend never costs the vLLM metrics."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import subprocess
 import time
 from collections.abc import Callable
@@ -14,18 +13,13 @@ import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller import conventions as cv
+from controller.actuators.local_replica import free_port
 from controller.exporter.app import serve
 from controller.gpu.settings import GpuSettings
 from controller.settings import ExporterSettings
 from controller.testing import FakeVllmServer, replay_page
 from tests.support import AFTER_LOAD, capture, require_tool
 from tests.unit.gpu.gpu_fakes import build_sysfs, mi300x
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def values(page: str, name: str) -> dict[tuple[tuple[str, str], ...], float]:
