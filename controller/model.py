@@ -75,14 +75,6 @@ def _by_sublabel(series: Mapping[SeriesKey, float]) -> dict[str, float]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class Scrape:
-    """One successful scrape of a vLLM server: when it was taken and what each model showed."""
-
-    at: float
-    models: Mapping[str, EngineSnapshot]
-
-
 # --------------------------------------------------------------------------------------------
 # What a policy sees and what it decides
 # --------------------------------------------------------------------------------------------

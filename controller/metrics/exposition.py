@@ -27,7 +27,6 @@ from controller.metrics.histogram import BucketHistogram
 from controller.model import EngineSnapshot, SeriesKey
 
 _LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|$)')
-_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _PREFIX_STARTS = ("vllm", "ray_vllm")
 _ESCAPES = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
 _HIST_SUFFIXES = ("_bucket", "_sum", "_count", "_created")
@@ -197,8 +196,3 @@ def _freeze(model_name: str, parts: _ModelParts) -> EngineSnapshot:
 def _histogram(parts: _HistogramParts) -> BucketHistogram:
     bounds = tuple(sorted(parts.buckets))
     return BucketHistogram(bounds, tuple(parts.buckets[b] for b in bounds), parts.sum)
-
-
-def is_metric_name(name: str) -> bool:
-    """True for a syntactically valid Prometheus metric name."""
-    return _NAME.fullmatch(name) is not None

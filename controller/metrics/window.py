@@ -187,9 +187,6 @@ class SnapshotRing(Generic[T]):
     def newest(self) -> tuple[float, T] | None:
         return self._items[-1] if self._items else None
 
-    def clear(self) -> None:
-        self._items.clear()
-
     def start_of(self, window: float, tolerance: float) -> tuple[float, T] | None:
         """The snapshot to diff the newest one against for a window of ``window`` seconds.
 
