@@ -27,26 +27,34 @@ def _behavior() -> Behavior:
 class FleetSLOConfig:
     #: Seconds between two decisions.
     interval: float = 15.0
-    #: Size the fleet so the predicted p90 TPOT is at most this share of its target.
-    tpot_margin: float = 0.85
+    #: Size the fleet at this share of the load (tokens/s per replica) at which p90 TPOT is
+    #: predicted to reach its target. A share of the load, not of the target: it is the same
+    #: margin whether the target is loose or close to the step's fixed cost.
+    tpot_margin: float = 0.82
     #: Spare capacity kept above the forecast, as a share of per-replica capacity (0.1 = 10 %).
     #: The main cost-versus-attainment knob: on the Azure conversation trace with a 5-minute cold
     #: start, 0.05 met 98.3 % of minutes, 0.1 met 100 % at +4 % replica-hours, 0.3 at +24 %
     #: (benchmarks/bench_policy.py prints the sweep).
     headroom: float = 0.10
-    #: A scale-down must leave the survivors' predicted p90s under this share of the targets.
+    #: A scale-down must leave the survivors under this share of the load at which p90 TPOT
+    #: reaches its target, and their p90 TTFT (scaled by N/(N-1)) under this share of its target.
     scale_down_band: float = 0.80
     #: Dead band: scale down only to a count sized at this share below the scale-up capacity, so
     #: load sitting at a threshold does not flip the count back and forth.
     hysteresis: float = 0.10
-    #: Observed p90 above this share of its target counts as a breach (feedback acts).
-    breach_band: float = 1.0
+    #: Observed p90 above this share of its target counts as a breach (feedback acts). A hair
+    #: above 1: a p90 1.0003x its target read off histogram buckets is interpolation, and adding
+    #: a replica for it right after a scale-down is a flap (seen on the bursty Azure code trace).
+    breach_band: float = 1.02
     #: A queue that built up is sized to drain within this many seconds (after the new replicas
     #: are ready): shorter drains the backlog sooner with a larger, briefer overshoot.
     backlog_drain_s: float = 60.0
     #: A scale-down is sized for the busiest arrival rate of this many recent seconds: bursty
     #: traffic (on/off within minutes) must not shed between bursts what the next burst needs.
     scale_down_memory_s: float = 600.0
+    #: Scale down only to free at least this share of the fleet: trimming one replica off a
+    #: fleet sized at the margin is the step most often asked back minutes later.
+    min_scale_down: float = 0.05
     #: Data older than this many seconds is stale: hold.
     stale_after_s: float = 120.0
     #: The arrival trend is fitted over this many seconds of observed rates.

@@ -4,10 +4,12 @@ Two knobs on two time scales. The **batch limit** (the gate's cap on sequences p
 seconds: it keeps each replica at the concurrency where p90 TPOT meets its target, so overload turns
 into queueing — which spends the TTFT budget, usually far looser than TPOT's — instead of slowing
 every stream. **Replicas** act in minutes: the fleet is sized feed-forward for the arrival rate
-forecast one cold start ahead (Holt trend), times the service time per request (Little's law),
-divided by the per-replica concurrency a learned latency model allows at the TPOT target, with
-headroom; the instant concurrency (running + waiting) overrides the forecast when a spike outruns
-it. Feedback corrects the model when the observed p90s breach their targets anyway.
+forecast one cold start ahead (linear trend), divided by the requests per second one replica
+carries within the TPOT target: a learned latency model gives the tokens per second per replica
+at the target (1/TPOT falls linearly with the tokens an engine processes; ``latency_model``), the
+current request mix converts tokens to requests, and a margin and headroom are kept below it. The
+instant load (running + waiting, by Little's law) overrides the forecast when a spike outruns it.
+Feedback corrects the model when the observed p90s breach their targets anyway.
 
 Safety: missing, stale or contradictory data holds, with a reason, and never scales down; a partial
 picture may scale up but not down; a scale-down must leave the survivors' predicted p90s inside the
@@ -37,6 +39,9 @@ _BURST_ROOM = 1.5
 _QUEUE_SHARE = 0.1
 #: How fast the sizing capacity follows the latency model, per decision.
 _CAPACITY_SMOOTHING = 0.1
+#: How fast the request mix (tokens per request) follows each window, per decision: a one-minute
+#: window of a real trace swings ±30 % in tokens per request, and capacity in requests follows it.
+_MIX_SMOOTHING = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +50,8 @@ class FleetSLOState:
     forecast: RateForecast = field(default_factory=RateForecast)
     #: Seconds a request spends in the running batch (Little's law: running / completion rate).
     service_time: float | None = None
+    #: The request mix: prompt + generated tokens per request (the latest window that had any).
+    tokens_per_request: float | None = None
     #: (time, fleet waiting) at the previous decision: its growth is arrival rate not yet served.
     last_waiting: tuple[float, float] | None = None
     #: Multiplies the model's capacity; shrinks when p90 TPOT breaches inside the modelled capacity.
@@ -54,8 +61,8 @@ class FleetSLOState:
     last_change_at: float | None = None
     #: When the policy first saw data: until one window has passed, windowed rates are partial.
     first_seen: float | None = None
-    #: Smoothed per-replica capacity (requests/s at the sizing margin): one new point can rotate the
-    #: fitted line; sizing on the raw fit would grow the fleet a minute after shrinking it.
+    #: Smoothed per-replica capacity (tokens/s at the sizing margin): one new point can move the
+    #: fitted curve; sizing on the raw fit would grow the fleet a minute after shrinking it.
     capacity: float | None = None
 
 
@@ -101,7 +108,7 @@ class FleetSLOPolicy:
 
     def _learn(self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, now: float) -> FleetSLOState:
         cfg = self.config
-        per_replica = signals.rate_per_replica(obs)
+        per_replica = signals.tokens_per_replica(obs)
         tpot = signals.tpot_p90(obs)
         model = state.model
         if per_replica and tpot is not None:
@@ -124,6 +131,9 @@ class FleetSLOPolicy:
             model=model,
             forecast=forecast,
             service_time=signals.service_time(obs, state.service_time),
+            tokens_per_request=_smooth(
+                signals.tokens_per_request(obs), state.tokens_per_request, _MIX_SMOOTHING
+            ),
             last_waiting=(now, obs.waiting) if obs.waiting is not None else state.last_waiting,
             correction=self._correction(obs, state, spec, per_replica),
         )
@@ -149,7 +159,7 @@ class FleetSLOPolicy:
         current = obs.replicas.provisioned
         if self._warming_up(state, obs):
             return self._feedback_plan(obs, spec, "first window filling")
-        capacity = None if state.capacity is None else state.capacity * state.correction
+        capacity = self._request_capacity(state)
         arrival = signals.arrival_rate(obs, state.last_waiting, obs.at)
         if capacity is None or capacity <= 0 or arrival is None or state.service_time is None:
             return self._feedback_plan(obs, spec, "learning the latency model")
@@ -177,6 +187,8 @@ class FleetSLOPolicy:
             # between two busy ones must not shed a replica that the next minute asks back.
             peak = max(load, state.forecast.peak(obs.at - cfg.scale_down_memory_s) or 0.0)
             need = min(current, max(1, math.ceil(peak / (per_replica * (1 - cfg.hysteresis)))))
+            if need > current * (1 - cfg.min_scale_down):
+                need = current
             sizing = replace(sizing, need=need)
         # The dead band on the way up: right after shedding replicas, a forecast a notch higher
         # is noise, not a reason to ask back what was just given away.
@@ -189,6 +201,13 @@ class FleetSLOPolicy:
         if plan.replicas < current:
             plan = self._safe_scale_down(plan, obs, state, spec, load)
         return plan
+
+    @staticmethod
+    def _request_capacity(state: FleetSLOState) -> float | None:
+        """Requests/s per replica at the sizing margin: the capacity in tokens/s over the current mix."""
+        if state.capacity is None or not state.tokens_per_request:
+            return None
+        return state.capacity * state.correction / state.tokens_per_request
 
     def _smoothed_capacity(self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec) -> float | None:
         """Capacity follows the model slowly, except downwards while a p90 breaches its target.
@@ -209,9 +228,14 @@ class FleetSLOPolicy:
     def _capacity(
         self, state: FleetSLOState, spec: FleetSLOSpec, share: float, correction: float
     ) -> float | None:
-        """Sequences per replica at which p90 TPOT is predicted at ``share`` of its target."""
-        raw = state.model.capacity(spec.objectives.tpot.threshold * share, self.config.max_extrapolation)
-        return None if raw is None else raw * correction
+        """``share`` of the tokens/s per replica at which p90 TPOT is predicted to reach its target.
+
+        A share of the *load*, not of the TPOT target: TPOT never falls below the step's fixed
+        cost, so with a tight target (40 ms over a 25 ms floor) 85 % of the target would leave
+        only two thirds of the load, where 85 % of the load is the same margin at any target.
+        """
+        raw = state.model.capacity(spec.objectives.tpot.threshold, self.config.max_extrapolation)
+        return None if raw is None else raw * share * correction
 
     def _just_shrank(self, state: FleetSLOState, now: float) -> bool:
         """A scale-down happened within the scale-down stabilization window."""
@@ -263,8 +287,10 @@ class FleetSLOPolicy:
     ) -> bool:
         band = self.config.scale_down_band
         current = max(obs.replicas.ready, 1)
-        tpot_after = state.model.tpot_at(load / n)
-        if tpot_after is None or tpot_after > spec.objectives.tpot.threshold * band:
+        if not state.tokens_per_request:
+            return False
+        at_target = state.model.capacity(spec.objectives.tpot.threshold, self.config.max_extrapolation)
+        if at_target is None or load * state.tokens_per_request / n > at_target * band:
             return False
         # TTFT has no model: scale the observed p90 with the load each survivor takes on (N/(N-1)).
         ttft = obs.ttft.p90
@@ -328,15 +354,17 @@ class FleetSLOPolicy:
                 else Reason.BATCH_LIMIT_RELAXED
             )
             message = f"{message}; batch limit {obs.batch_limit} -> {limit}"
-        rate = obs.request_rate or 0.0
-        per_replica = rate / max(replicas, 1)
+        tokens = signals.tokens_rate(obs) or 0.0
+        predicted_tpot = state.model.tpot_at(tokens / max(replicas, 1)) if tokens > 0 else None
+        if predicted_tpot is not None and not math.isfinite(predicted_tpot):
+            predicted_tpot = None  # past saturation: no finite prediction to report
         return Decision(
             replicas=replicas,
             batch_limit=limit if limit is not None else obs.batch_limit,
             reason=reason,
             message=f"fleetslo: {message}",
             predicted_ttft_p90=signals.predicted_ttft(obs, replicas),
-            predicted_tpot_p90=state.model.tpot_at(per_replica) if per_replica > 0 else None,
+            predicted_tpot_p90=predicted_tpot,
         )
 
     def _batch_limit(self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec) -> int | None:
@@ -347,21 +375,25 @@ class FleetSLOPolicy:
         # protects TPOT under overload; set too low (a cap learned at light load, a proportional
         # guess) it only trades a TPOT breach for queueing — a TTFT breach — and makes the fleet
         # look busier than it is. Without a fit the current limit stays.
-        fitted = state.model.fitted()
-        if fitted is None:
+        tokens = state.model.load_at(spec.objectives.tpot.threshold)
+        if state.model.fitted() is None or tokens is None:
             return None
-        a, b = fitted
-        at = max(0.0, (spec.objectives.tpot.threshold - a) / b)
-        if state.service_time is None:
+        if state.service_time is None or not state.tokens_per_request:
             return None
         # Sequences per replica = completions per replica × time in the batch (Little's law), with
         # room for the batch's swings around that mean.
-        sequences = at * state.service_time * _BURST_ROOM
+        sequences = tokens / state.tokens_per_request * state.service_time * _BURST_ROOM
         # Never below what the fleet runs now while it meets TPOT: evidence beats the model.
         tpot = signals.tpot_p90(obs)
         if tpot is not None and tpot <= spec.objectives.tpot.threshold:
             sequences = max(sequences, signals.running_per_replica(obs) or 0.0)
         return min(max(math.ceil(sequences), spec.batch_limit.min), spec.batch_limit.max)
+
+
+def _smooth(sample: float | None, previous: float | None, weight: float) -> float | None:
+    if sample is None or previous is None:
+        return previous if sample is None else sample
+    return weight * sample + (1 - weight) * previous
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,6 +72,29 @@ def rate_per_replica(obs: Observation) -> float | None:
     return obs.request_rate / obs.replicas_reporting
 
 
+def tokens_per_replica(obs: Observation) -> float | None:
+    """Prompt + generated tokens per second per reporting replica: the load axis of the latency
+    model (the work a replica does, whatever the request mix)."""
+    tokens = tokens_rate(obs)
+    if not tokens or obs.replicas_reporting <= 0:
+        return None
+    return tokens / obs.replicas_reporting
+
+
+def tokens_per_request(obs: Observation) -> float | None:
+    """The current request mix: prompt + generated tokens per completed request."""
+    tokens = tokens_rate(obs)
+    if not tokens or not obs.request_rate:
+        return None
+    return tokens / obs.request_rate
+
+
+def tokens_rate(obs: Observation) -> float | None:
+    if obs.prompt_tokens_rate is None or obs.generation_tokens_rate is None:
+        return None
+    return obs.prompt_tokens_rate + obs.generation_tokens_rate
+
+
 def running_per_replica(obs: Observation) -> float | None:
     if obs.running is None or obs.replicas_reporting <= 0:
         return None

@@ -10,6 +10,7 @@ import pytest
 
 from controller.model import Observation, Quantiles, Reason, ReplicaCounts
 from controller.policy.fleetslo import FleetSLOPolicy, FleetSLOState
+from controller.policy.fleetslo.config import FleetSLOConfig
 from controller.policy.registry import make_policy
 from controller.settings import BatchActuator, FleetSLOSpec, load
 
@@ -27,17 +28,21 @@ SPEC = load(
 def obs(
     t: float, ready: int, rate: float, *, tpot: float = 0.03, ttft: float = 0.4, **kw: Any
 ) -> Observation:
-    """A healthy fleet serving ``rate`` requests/s with 10 s per request in the batch."""
+    """A healthy fleet serving ``rate`` requests/s of 800 prompt + 200 generated tokens, with 10 s
+    per request in the batch."""
     base = Observation(
         target="llm", at=t, window=60.0, replicas=ReplicaCounts(ready), batch_limit=kw.pop("limit", 200),
         replicas_reporting=ready, data_age=5.0, ttft=Quantiles(0.2, ttft, ttft * 2),
         tpot=Quantiles(tpot * 0.8, tpot, tpot * 1.2), request_rate=rate, running=rate * 10.0, waiting=0.0,
+        prompt_tokens_rate=800.0 * rate, generation_tokens_rate=200.0 * rate,
     )  # fmt: skip
     return replace(base, **kw)
 
 
 def tpot_for(rate_per_replica: float) -> float:
-    return 0.02 + 0.005 * rate_per_replica
+    """The engine's physics: 1/TPOT = 50 − 0.005·(tokens/s), i.e. 20 ms fixed cost per step, and
+    p90 TPOT reaches 50 ms at 6000 tokens/s = 6 requests/s per replica."""
+    return 1.0 / (50.0 - 0.005 * 1000.0 * rate_per_replica)
 
 
 def trained_state(policy: FleetSLOPolicy, ready: int = 10) -> tuple[FleetSLOState, float]:
@@ -97,9 +102,10 @@ def test_a_doubling_of_traffic_scales_up_in_one_decision() -> None:
     state, t = trained_state(policy)
     o = obs(t, 10, 60.0, tpot=tpot_for(6.0), waiting=200.0)
     decision, _ = policy.decide(o, state, SPEC, t)
-    # Sized for the load with 10 % headroom (23), bounded to one step of max(4 pods, 100 %) per 15 s.
+    # Sized for 90/s (1.5x growth cap) at 82 % of the 6/s capacity less 10 % headroom (4.43/s per
+    # replica): 21, bounded to one step of max(4 pods, 100 %) per 15 s.
     assert decision.replicas == 20
-    assert decision.reason is Reason.RATE_LIMITED and "wanted 23" in decision.message
+    assert decision.reason is Reason.RATE_LIMITED and "wanted 21" in decision.message
     assert decision.message.startswith("fleetslo: ")
     assert decision.predicted_tpot_p90 is not None
 
@@ -137,7 +143,7 @@ def test_the_batch_limit_follows_the_model_inside_the_spec_bounds() -> None:
     policy = FleetSLOPolicy()
     state, t = trained_state(policy)
     decision, _ = policy.decide(obs(t, 10, 30.0, tpot=tpot_for(3.0)), state, SPEC, t)
-    # p90 TPOT at 50 ms: (0.05 - 0.02)/0.005 = 6 req/s per replica, x 10 s in the batch, x 1.5 room.
+    # p90 TPOT at 50 ms: 6000 tokens/s = 6 req/s per replica, x 10 s in the batch, x 1.5 room.
     assert decision.batch_limit == 90
     none = SPEC.model_copy(
         update={"batch_limit": SPEC.batch_limit.model_copy(update={"actuator": BatchActuator.NONE})}
@@ -151,3 +157,46 @@ def test_max_replicas_clamps_with_its_own_reason() -> None:
     state, t = trained_state(policy, ready=38)
     decision, _ = policy.decide(obs(t, 38, 400.0, tpot=0.09, waiting=2000.0), state, SPEC, t)
     assert decision.replicas == 40 and decision.reason is Reason.CLAMPED_MAX
+
+
+@pytest.mark.parametrize(("min_scale_down", "settles_at"), [(0.0, 19), (0.1, 20)])
+def test_a_trim_smaller_than_min_scale_down_is_not_made(min_scale_down: float, settles_at: int) -> None:
+    # no trend extrapolation: the warm-up ramp below would otherwise grow the fleet first
+    policy = FleetSLOPolicy(FleetSLOConfig(min_scale_down=min_scale_down, trend_damping=0.0))
+    state, t, replicas = policy.initial_state(SPEC), 0.0, 20
+    for rate in (40.0, 60.0, 80.0, 90.0, 50.0, 70.0, 74.0, 74.0):
+        _, state = policy.decide(obs(t, replicas, rate, tpot=tpot_for(rate / replicas)), state, SPEC, t)
+        t += 15.0
+    for _ in range(60):  # fifteen minutes at a load 19 replicas carry within every margin
+        o = obs(t, replicas, 74.0, tpot=tpot_for(74.0 / replicas))
+        decision, state = policy.decide(o, state, SPEC, t)
+        replicas, t = decision.replicas, t + 15.0
+    assert replicas == settles_at
+
+
+def test_a_breach_within_the_breach_band_adds_no_replica_and_one_beyond_it_does() -> None:
+    policy = FleetSLOPolicy()
+    state, t = trained_state(policy)
+    # p90 TPOT 1 % over its target at a load the model calls safe: histogram noise, not a reason.
+    decision, _ = policy.decide(obs(t, 10, 30.0, tpot=0.0505), state, SPEC, t)
+    assert decision.replicas == 10 and decision.reason is not Reason.SCALE_UP_SLO_BREACH
+    decision, _ = policy.decide(obs(t, 10, 30.0, tpot=0.06), state, SPEC, t)
+    assert decision.reason is Reason.SCALE_UP_SLO_BREACH and decision.replicas == 12
+
+
+def test_the_sizing_margin_is_a_share_of_the_load_so_a_tight_target_keeps_its_capacity() -> None:
+    tight = SPEC.model_copy(
+        update={"objectives": SPEC.objectives.model_copy(
+            update={"tpot": SPEC.objectives.tpot.model_copy(update={"threshold": 0.03})}
+        )}
+    )  # fmt: skip
+    policy = FleetSLOPolicy()
+    state, t = policy.initial_state(tight), 0.0
+    for rate in (10.0, 20.0, 30.0, 15.0, 25.0, 30.0, 20.0, 20.0):
+        _, state = policy.decide(obs(t, 10, rate, tpot=tpot_for(rate / 10)), state, tight, t)
+        t += 15.0
+    # p90 TPOT reaches 30 ms at 3.33 req/s per replica (1/TPOT = 50 − 5·r); sized at 82 % of that
+    # load, not at the load where TPOT is 82 % of 30 ms (1.9 req/s, 43 % fewer requests per replica).
+    tokens = policy._capacity(state, tight, policy.config.tpot_margin, correction=1.0)
+    assert tokens is not None and state.tokens_per_request == pytest.approx(1000.0)
+    assert tokens / 1000.0 == pytest.approx(0.82 * (50 - 1 / 0.03) / 5)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from controller.model import Reason
@@ -17,31 +19,46 @@ def trained(points: list[tuple[float, float]]) -> TpotModel:
     return model
 
 
-def test_the_model_recovers_intercept_and_slope_from_spread_data() -> None:
-    model = trained([(x, 0.02 + 0.005 * x) for x in (1.0, 2.0, 3.0, 4.0, 5.0, 6.0)])
-    a, b = model.fitted()  # type: ignore[misc]
-    assert a == pytest.approx(0.02) and b == pytest.approx(0.005)
-    assert model.concurrency_at(0.045) == pytest.approx(5.0)
-    assert model.tpot_at(4.0) == pytest.approx(0.04)
+def engine(load: float, fixed_s: float = 0.02, per_token_s: float = 1e-4) -> float:
+    """TPOT of an engine whose step costs ``fixed_s`` plus ``per_token_s`` per token processed."""
+    return fixed_s / (1.0 - per_token_s * load)
+
+
+def test_the_model_recovers_the_engine_physics_from_spread_data() -> None:
+    model = trained([(x, engine(x)) for x in (1000.0, 2000.0, 3000.0, 4000.0, 5000.0, 6000.0)])
+    alpha, beta = model.fitted()  # type: ignore[misc]
+    # 1/TPOT = 1/fixed − (per_token/fixed)·x
+    assert alpha == pytest.approx(50.0) and beta == pytest.approx(0.005)
+    assert model.load_at(0.05) == pytest.approx(6000.0)
+    assert model.tpot_at(4000.0) == pytest.approx(engine(4000.0))
+    # the hockey stick: past saturation TPOT is unbounded, not a point on a line
+    assert model.tpot_at(10_000.0) == math.inf
+
+
+def test_the_fit_extrapolates_the_curve_a_straight_line_through_light_load_misses() -> None:
+    light = trained([(x, engine(x)) for x in (1000.0, 1500.0, 2000.0, 2500.0)])
+    # A straight line through the same points would promise 10,400 tokens/s at 50 ms: 1.7x too many.
+    assert light.load_at(0.05) == pytest.approx(6000.0)
 
 
 def test_without_spread_the_model_falls_back_to_proportional_which_underestimates() -> None:
-    model = trained([(3.0, 0.035), (3.05, 0.0352), (2.98, 0.0349), (3.01, 0.035)])
+    model = trained([(3000.0, 0.035), (3050.0, 0.0352), (2980.0, 0.0349), (3010.0, 0.035)])
     assert model.fitted() is None
-    # Proportional through the newest point: 3.01/s gives 35 ms, so 45 ms at 3.87/s.
-    assert model.capacity(0.045, 2.0) == pytest.approx(3.01 * 0.045 / 0.035)
+    # Proportional through the newest point: 3010/s gives 35 ms, so 45 ms at 3870/s.
+    assert model.capacity(0.045, 2.0) == pytest.approx(3010.0 * 0.045 / 0.035)
+    assert model.tpot_at(3870.0) == pytest.approx(0.035 * 3870.0 / 3010.0)
 
 
-def test_a_fit_with_a_negative_slope_is_not_trusted() -> None:
-    model = trained([(1.0, 0.05), (2.0, 0.04), (3.0, 0.03), (4.0, 0.02)])
+def test_a_fit_with_tpot_falling_as_load_grows_is_not_trusted() -> None:
+    model = trained([(1000.0, 0.05), (2000.0, 0.04), (3000.0, 0.03), (4000.0, 0.02)])
     assert model.fitted() is None
 
 
 def test_capacity_is_capped_at_a_multiple_of_the_load_proven_to_meet_the_targets() -> None:
-    model = trained([(x, 0.02 + 0.0001 * x) for x in (1.0, 1.5, 2.0, 2.5)])
-    assert model.capacity(0.045, 2.0) == pytest.approx(5.0)
-    breached = model.observe(10.0, 4.0, 0.0204, keep=100, memory_s=1e9, met=False)
-    assert breached.evidence() == 2.5
+    model = trained([(x, engine(x, per_token_s=1e-6)) for x in (1000.0, 1500.0, 2000.0, 2500.0)])
+    assert model.capacity(0.045, 2.0) == pytest.approx(5000.0)
+    breached = model.observe(10.0, 4000.0, 0.0204, keep=100, memory_s=1e9, met=False)
+    assert breached.evidence() == 2500.0
 
 
 def test_points_age_out_and_the_count_is_bounded() -> None:
@@ -76,3 +93,10 @@ def test_cooldown_holds_only_scale_downs_and_only_for_its_duration() -> None:
     assert cooldown(5, 8, last_change_at=100.0, cooldown_s=60.0, now=161.0)[:2] == (5, Reason.STEADY)
     assert cooldown(12, 8, last_change_at=100.0, cooldown_s=60.0, now=101.0)[:2] == (12, Reason.STEADY)
     assert cooldown(5, 8, last_change_at=None, cooldown_s=60.0, now=0.0)[:2] == (5, Reason.STEADY)
+
+
+def test_capacity_is_the_fit_capped_by_evidence_in_tokens_per_second() -> None:
+    """Evidence, fit and fallback agree on units: tokens per second per replica, never requests."""
+    model = trained([(x, engine(x)) for x in (1000.0, 2000.0, 3000.0, 4000.0)])
+    assert model.evidence() == 4000.0
+    assert model.capacity(0.05, 1.2) == pytest.approx(4800.0)  # the fit says 6000; 1.2x evidence caps
