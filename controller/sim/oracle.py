@@ -14,6 +14,12 @@
    replay again (a few rounds), keeping the best schedule: most minutes met, then fewest replica-hours.
 
 It plans offline with full knowledge; it must never be used as if it were a real-time policy.
+
+``no_foresight`` is the oracle's counterpart without foresight: the same exact per-minute need,
+known the moment each minute ends, acted on at once, never seen ahead. Sweeping its headroom shows
+the cost of attainment that *no* reactive policy can avoid on a trace (the ramps that outrun a cold
+start), separately from the cost of estimating capacity online — the frontier real policies are
+measured against when the oracle's own cost is out of reach.
 """
 
 from __future__ import annotations
@@ -167,6 +173,32 @@ def schedule_for(need: Sequence[int], lead_s: float, floor: int = 0) -> tuple[tu
         if not steps or steps[-1][1] != count:
             steps.append((t, count))
     return tuple(steps)
+
+
+def no_foresight_schedule(
+    need: Sequence[int], headroom: float, memory_minutes: int, start: int, floor: int = 0
+) -> tuple[tuple[float, int], ...]:
+    """Counts a perfectly informed reactive policy asks for: as each minute ends, the largest need
+    of the last ``memory_minutes`` ended minutes times ``1 + headroom``; ``start`` until then."""
+    if memory_minutes < 1:
+        raise ValueError("memory_minutes must be at least 1")
+    steps: list[tuple[float, int]] = [(0.0, start)]
+    for k in range(len(need)):
+        recent = need[max(0, k - memory_minutes + 1) : k + 1]
+        count = max(floor, math.ceil(max(recent) * (1 + headroom) - 1e-9))
+        if count != steps[-1][1]:
+            steps.append(((k + 1) * JUDGE_WINDOW_S, count))
+    return tuple(steps)
+
+
+def no_foresight(
+    scenario: Scenario, plan_: OraclePlan, headroom: float, memory_minutes: int = 5
+) -> dict[str, Any]:
+    """The result of replaying ``no_foresight_schedule`` for the oracle plan's need (see the module)."""
+    schedule = no_foresight_schedule(
+        plan_.need, headroom, memory_minutes, scenario.initial_replicas, scenario.spec.replicas.min
+    )
+    return run_policy(scenario, OraclePolicy(schedule), label=f"no-foresight +{headroom:.0%}")
 
 
 def _covers(k: int, t: float, lead_s: float) -> bool:

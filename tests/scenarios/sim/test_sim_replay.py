@@ -129,3 +129,30 @@ def test_schedule_holds_dips_shorter_than_a_cold_start() -> None:
     assert policy.planned(3 * 60.0 + 10) == 5  # the one-minute dip is held through
     assert policy.planned(5 * 60.0 + 30) == 2
     assert policy.planned(math.inf) == 1
+
+
+def test_the_no_foresight_schedule_reacts_only_to_minutes_that_have_ended() -> None:
+    need = [2, 2, 5, 1, 1, 1, 4]
+    steps = oracle.no_foresight_schedule(need, headroom=0.5, memory_minutes=2, start=3, floor=1)
+    policy = OraclePolicy(steps)
+    assert policy.planned(0.0) == 3  # the warm fleet until the first minute ends
+    assert policy.planned(60.0) == 3  # ceil(2 x 1.5)
+    assert policy.planned(2 * 60.0 + 59) == 3  # minute 2's need is not known while it runs
+    assert policy.planned(3 * 60.0) == 8  # ceil(5 x 1.5), the moment minute 2 ends
+    assert policy.planned(4 * 60.0) == 8  # remembered for two minutes
+    assert policy.planned(5 * 60.0) == 2
+    assert policy.planned(7 * 60.0) == 6
+    with pytest.raises(ValueError, match="memory_minutes"):
+        oracle.no_foresight_schedule(need, 0.1, 0, start=1)
+
+
+def test_without_foresight_the_oracles_need_costs_attainment_or_headroom() -> None:
+    sc = scenario()
+    plan = oracle.plan(sc)
+    lean = oracle.no_foresight(sc, plan, headroom=0.0, memory_minutes=1)
+    ample = oracle.no_foresight(sc, plan, headroom=1.0, memory_minutes=5)
+    # The spike outruns a cold start: reacting to exact knowledge still misses minutes...
+    assert lean["window_attainment"] < (plan.window_attainment or 0.0)
+    # ...unless headroom is paid for, which costs more than the plan that saw it coming.
+    assert ample["window_attainment"] >= lean["window_attainment"]
+    assert ample["replica_hours"] > (plan.replica_hours or 0.0)
