@@ -97,9 +97,10 @@ class TpotModel:
         met = [p[1] for p in self.points if p[3]]
         return max(met) if met else None
 
-    def capacity(self, tpot: float, extrapolation: float) -> float | None:
-        """Load per replica for p90 TPOT ``tpot``: the fit, at most ``extrapolation`` × the load
-        proven by evidence; the proportional fallback without a fit; ``None`` without data.
+    def capacity(self, tpot: float, extrapolation: float, share: float = 1.0) -> float | None:
+        """``share`` of the load per replica at which p90 TPOT reaches ``tpot``, by the fit, and at
+        most ``extrapolation`` × the load proven by evidence; the proportional fallback without a
+        fit; ``None`` without data.
 
         The cap makes shrinking the fleet an exploration in steps: a curve fitted at light load
         must not be trusted far beyond where it was seen to hold (the request mix, the KV reads of
@@ -109,6 +110,6 @@ class TpotModel:
         """
         model = self.load_at(tpot)
         if model is None or self.fitted() is None:
-            return model
+            return None if model is None else model * share
         evidence = self.evidence()
-        return model if evidence is None else min(model, extrapolation * evidence)
+        return model * share if evidence is None else min(model * share, extrapolation * evidence)

@@ -234,8 +234,8 @@ class FleetSLOPolicy:
         cost, so with a tight target (40 ms over a 25 ms floor) 85 % of the target would leave
         only two thirds of the load, where 85 % of the load is the same margin at any target.
         """
-        raw = state.model.capacity(spec.objectives.tpot.threshold, self.config.max_extrapolation)
-        return None if raw is None else raw * share * correction
+        raw = state.model.capacity(spec.objectives.tpot.threshold, self.config.max_extrapolation, share)
+        return None if raw is None else raw * correction
 
     def _just_shrank(self, state: FleetSLOState, now: float) -> bool:
         """A scale-down happened within the scale-down stabilization window."""
@@ -289,8 +289,8 @@ class FleetSLOPolicy:
         current = max(obs.replicas.ready, 1)
         if not state.tokens_per_request:
             return False
-        at_target = state.model.capacity(spec.objectives.tpot.threshold, self.config.max_extrapolation)
-        if at_target is None or load * state.tokens_per_request / n > at_target * band:
+        allowed = state.model.capacity(spec.objectives.tpot.threshold, self.config.max_extrapolation, band)
+        if allowed is None or load * state.tokens_per_request / n > allowed:
             return False
         # TTFT has no model: scale the observed p90 with the load each survivor takes on (N/(N-1)).
         ttft = obs.ttft.p90

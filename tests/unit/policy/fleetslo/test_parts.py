@@ -100,3 +100,6 @@ def test_capacity_is_the_fit_capped_by_evidence_in_tokens_per_second() -> None:
     model = trained([(x, engine(x)) for x in (1000.0, 2000.0, 3000.0, 4000.0)])
     assert model.evidence() == 4000.0
     assert model.capacity(0.05, 1.2) == pytest.approx(4800.0)  # the fit says 6000; 1.2x evidence caps
+    # The margin is taken off the fitted load, before the cap: the cap bounds what is sized for.
+    assert model.capacity(0.05, 1.2, share=0.5) == pytest.approx(3000.0)
+    assert model.capacity(0.05, 1.2, share=0.9) == pytest.approx(4800.0)
