@@ -11,6 +11,11 @@ gate is pinned to the last one and the other two processes to the rest.
   events/s offered): events relayed per second of the gate process's CPU time, i.e. on one core
   (target >= 20,000). Then flat out (the upstream writes as fast as it can, so chunks coalesce)
   for the upper bound, with the wall rates direct and through the gate.
+- **The gate's own path**: in the gate process, on its own event loop, for every paced stream: from
+  the handler's start to the request sent upstream, plus from the first upstream chunk read to it
+  written to the client. This is the TTFT the gate adds by itself (aiohttp's parsing of the request
+  head before the handler is not in it), free of the client's and the fake upstream's scheduling,
+  which dominate the client-side p99 on a 2-core machine.
 - **Integrity**: every stream's bytes equal the expected bytes (target: none lost).
 
 Environment: BENCH_GATE_SECONDS (per phase, default 4), BENCH_GATE_STREAMS (default 200),
@@ -91,21 +96,82 @@ def _gate_process(conn: Connection, upstream: str, profile: str | None) -> None:
     from controller.settings import GateSettings
 
     _pin(_cores()[0])
+    path_times = _install_path_probes()
 
     async def main() -> None:
         gate = Gate(GateSettings(listen="127.0.0.1:0", upstream=upstream, max_inflight=4 * STREAMS))
         await gate.start()
         conn.send(gate.port)
-        await _serve_commands(conn, profile=profile)
+        await _serve_commands(conn, profile=profile, path_times=path_times)
         await gate.stop()
 
     _run(main, uv=bool(os.environ.get("BENCH_GATE_UVLOOP")))
 
 
+def _install_path_probes() -> list[float]:
+    """Time each generation request's own path through the gate, on the gate's loop (see the module
+    docstring). Probes wrap the proxy's handler, the upstream session's send events and the
+    response's write, in this benchmark process only; one list of seconds per stream comes back."""
+    import contextvars
+
+    from aiohttp import web
+
+    from controller.gate.latency import StreamTimer
+    from controller.gate.proxy import Proxy
+
+    times: list[float] = []
+    marks: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVar("marks", default=None)
+    clock = time.perf_counter
+
+    handle, feed, write = Proxy.handle, StreamTimer.feed, web.StreamResponse.write
+
+    async def timed_handle(self: Proxy, request: web.Request) -> web.StreamResponse:
+        mark = {"start": clock()}
+        marks.set(mark)
+        response = await handle(self, request)
+        if {"sent", "read", "written"} <= mark.keys():
+            times.append(mark["sent"] - mark["start"] + mark["written"] - mark["read"])
+        return response
+
+    def timed_feed(self: StreamTimer, chunk: bytes, now: float) -> None:
+        mark = marks.get()
+        if mark is not None and "read" not in mark:
+            mark["read"] = clock()
+        feed(self, chunk, now)
+
+    async def timed_write(self: web.StreamResponse, data: Any) -> None:
+        await write(self, data)
+        mark = marks.get()
+        if mark is not None and "read" in mark and "written" not in mark:
+            mark["written"] = clock()
+
+    async def sent(*_: Any) -> None:
+        mark = marks.get()
+        if mark is not None and "read" not in mark:
+            mark["sent"] = clock()  # the last of headers and body chunks before the answer
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_headers_sent.append(sent)
+    trace.on_request_chunk_sent.append(sent)
+    session_init = aiohttp.ClientSession.__init__
+
+    def traced_init(self: aiohttp.ClientSession, *args: Any, **kw: Any) -> None:
+        session_init(self, *args, **kw, trace_configs=[trace])
+
+    Proxy.handle, StreamTimer.feed = timed_handle, timed_feed  # type: ignore[method-assign]
+    web.StreamResponse.write = timed_write  # type: ignore[method-assign]
+    aiohttp.ClientSession.__init__ = traced_init  # type: ignore[method-assign]
+    return times
+
+
 async def _serve_commands(
-    conn: Connection, fake: FakeOpenAIUpstream | None = None, profile: str | None = None
+    conn: Connection,
+    fake: FakeOpenAIUpstream | None = None,
+    profile: str | None = None,
+    path_times: list[float] | None = None,
 ) -> None:
-    """Answer the orchestrator: ``cpu``, ``loop``, ``pace`` (the fake's timing), ``profile``, ``stop``."""
+    """Answer the orchestrator: ``cpu``, ``loop``, ``pace`` (the fake's timing), ``profile``,
+    ``path`` (the gate's own path times so far, then forgotten), ``stop``."""
     import cProfile
 
     profiler = cProfile.Profile() if profile else None
@@ -122,6 +188,9 @@ async def _serve_commands(
         elif command == "pace" and fake is not None:
             fake.tokens, fake.first_token_delay, fake.token_delay = (
                 arg["tokens"], arg["first_token_delay"], arg["token_delay"])  # fmt: skip
+        elif command == "path" and path_times is not None:
+            answer = list(path_times)
+            path_times.clear()
         elif command == "profile" and profiler is not None:
             profiler.enable() if arg else (profiler.disable(), profiler.dump_stats(str(profile)))
         conn.send(answer)
@@ -239,6 +308,7 @@ class Results:
     flat_gated: Load = field(default_factory=Load)
     flat_cpu: float = 0.0
     gate_loop: str = ""
+    gate_path: list[float] = field(default_factory=list)
 
 
 def _measure(
@@ -259,7 +329,9 @@ def main() -> None:
     try:
         r.gate_loop = gate.ask("loop")
         _closed_loop([(gate_url, Load())], {**FAST, "tokens": 4}, 0.5)  # warm-up: imports, pools
+        gate.ask("path")  # forget the warm-up's
         r.paced_cpu = _measure(upstream, gate, PACED, [(direct_url, r.direct), (gate_url, r.gated)])
+        r.gate_path = gate.ask("path")
         gate.ask("profile", True)
         r.fast_cpu = _measure(upstream, gate, FAST, [(gate_url, r.fast)])
         gate.ask("profile", False)
@@ -279,6 +351,9 @@ def _report(r: Results) -> None:
         d, g = _p(r.direct.ttft, q) * 1e3, _p(r.gated.ttft, q) * 1e3
         print(f"  p{q * 100:<37g}{d:10.2f}{g:10.2f}{g - d:9.2f}")
     print(f"  streams completed{r.direct.streams:>23}{r.gated.streams:>10}")
+    own = [_p(r.gate_path, q) * 1e3 for q in (0.5, 0.9, 0.99)]
+    print(f"  the gate's own path, on its loop ({len(r.gate_path)} streams): "
+          f"p50 {own[0]:.3f}  p90 {own[1]:.3f}  p99 {own[2]:.3f} ms")  # fmt: skip
     _cpu_line("paced, 1 event per chunk", r.gated, r.paced_cpu)
     _cpu_line("fast, 1 event per chunk", r.fast, r.fast_cpu)
     _cpu_line("flat out, chunks coalesce", r.flat_gated, r.flat_cpu)
