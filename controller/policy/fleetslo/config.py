@@ -33,7 +33,7 @@ class FleetSLOConfig:
     tpot_margin: float = 0.82
     #: Spare capacity kept above the forecast, as a share of per-replica capacity (0.1 = 10 %).
     #: The main cost-versus-attainment knob: on the Azure conversation trace with a 5-minute cold
-    #: start, 0.05 met 98.3 % of minutes, 0.1 met 100 % at +4 % replica-hours, 0.3 at +24 %
+    #: start, 0.05 met 98.3 % of minutes, 0.1 met 100 % at +5 % replica-hours, 0.3 at +37 %
     #: (benchmarks/bench_policy.py prints the sweep).
     headroom: float = 0.10
     #: A scale-down must leave the survivors under this share of the load at which p90 TPOT
@@ -63,9 +63,10 @@ class FleetSLOConfig:
     trend_damping: float = 1.0
     #: Cap on how far the trend may extrapolate: at most this multiple of the current rate.
     max_forecast_growth: float = 1.5
-    #: The fitted model may claim at most this multiple of the highest load seen meeting the targets.
-    #: It must exceed 1 / ((1 - headroom) × (1 - hysteresis)), or the fleet could never shrink to a
-    #: load per replica it has not already seen: with the defaults each step explores ≤ 15 % beyond.
+    #: The load sized for (after ``tpot_margin``) may be at most this multiple of the highest load
+    #: seen meeting the targets. It must exceed 1 / ((1 - headroom) × (1 - hysteresis)), or the
+    #: fleet could never shrink to a load per replica it has not already seen: with the defaults
+    #: a scale-down explores at most 30 % beyond it.
     max_extrapolation: float = 1.6
     #: Latency-model memory: points kept, and how old a point may be (seconds). Short enough to
     #: follow the request mix (prompt lengths drift through a day and move the TPOT-load line).
