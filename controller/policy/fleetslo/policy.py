@@ -159,6 +159,10 @@ class FleetSLOPolicy:
         current = obs.replicas.provisioned
         if self._warming_up(state, obs):
             return self._feedback_plan(obs, spec, "first window filling")
+        if state.tokens_per_request is None and signals.tokens_rate(obs) is None:
+            # The latency model's load axis is tokens: without the prompt and generation token
+            # counters there is no capacity to size by, only feedback.
+            return self._feedback_plan(obs, spec, "no prompt/generation token rates to size by")
         capacity = self._request_capacity(state)
         arrival = signals.arrival_rate(obs, state.last_waiting, obs.at)
         if capacity is None or capacity <= 0 or arrival is None or state.service_time is None:

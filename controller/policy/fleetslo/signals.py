@@ -65,13 +65,6 @@ def service_time(obs: Observation, previous: float | None) -> float | None:
     return sample if previous is None else _SERVICE_SMOOTHING * sample + (1 - _SERVICE_SMOOTHING) * previous
 
 
-def rate_per_replica(obs: Observation) -> float | None:
-    """Completions per second per reporting replica: the load axis of the latency model."""
-    if not obs.request_rate or obs.replicas_reporting <= 0:
-        return None
-    return obs.request_rate / obs.replicas_reporting
-
-
 def tokens_per_replica(obs: Observation) -> float | None:
     """Prompt + generated tokens per second per reporting replica: the load axis of the latency
     model (the work a replica does, whatever the request mix)."""

@@ -200,3 +200,16 @@ def test_the_sizing_margin_is_a_share_of_the_load_so_a_tight_target_keeps_its_ca
     tokens = policy._capacity(state, tight, policy.config.tpot_margin, correction=1.0)
     assert tokens is not None and state.tokens_per_request == pytest.approx(1000.0)
     assert tokens / 1000.0 == pytest.approx(0.82 * (50 - 1 / 0.03) / 5)
+
+
+def test_without_token_rates_it_sizes_by_feedback_alone_and_says_why() -> None:
+    policy = FleetSLOPolicy()
+    state, t = policy.initial_state(SPEC), 0.0
+    for rate in (20.0, 30.0, 40.0, 25.0, 35.0, 45.0, 30.0, 30.0):
+        o = obs(t, 10, rate, tpot=tpot_for(rate / 10), prompt_tokens_rate=None, generation_tokens_rate=None)
+        decision, state = policy.decide(o, state, SPEC, t)
+        t += 15.0
+    assert decision.replicas == 10 and "no prompt/generation token rates" in decision.message
+    hot = obs(t, 10, 30.0, tpot=0.075, prompt_tokens_rate=None, generation_tokens_rate=None)
+    decision, _ = policy.decide(hot, state, SPEC, t)
+    assert decision.reason is Reason.SCALE_UP_SLO_BREACH and decision.replicas == 15
