@@ -195,6 +195,10 @@ async def _serve_sidecar(
             from controller.exporter.otlp import OtlpBridge
 
             bridge = OtlpBridge(settings.otlp_endpoint, settings.otlp_interval, sidecar.collector)
+            if telemetry is not None:
+                from controller.gpu.collector import FAMILIES
+
+                bridge.add_collector(telemetry.collector, FAMILIES)
             bridge.start()
         if telemetry is not None:
             telemetry.start()  # reads GPUs on its own thread: a hung GPU never stalls /metrics

@@ -2,19 +2,25 @@
 
 The bridge registers observable gauges whose callbacks read the same signals the Prometheus
 collector serves, so both outputs always agree. Instrument names are the fleetslo metric names;
-labels become attributes. The SDK exports on its own thread every ``interval`` seconds; a
+labels become attributes. Other Prometheus collectors of the sidecar (the GPU telemetry) are
+bridged family by family with ``add_collector``: gauges stay gauges, counters become cumulative
+observable counters named without ``_total``, and a family the collector stops yielding stops
+being pushed (absent, never 0). The SDK exports on its own thread every ``interval`` seconds; a
 collector that is down costs a logged export error, never the sidecar.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
 
 from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
+from prometheus_client.registry import Collector
 
 from controller import __version__
 from controller import conventions as cv
@@ -42,6 +48,7 @@ class OtlpBridge:
         self.timeout = timeout
         self.collector = collector
         self._provider: MeterProvider | None = None
+        self._bridged: list[_CollectorSnapshot] = []
 
     def start(self) -> None:
         exporter = OTLPMetricExporter(endpoint=self.endpoint, timeout=self.timeout)
@@ -55,6 +62,22 @@ class OtlpBridge:
             )
         up = "Whether the last scrape of vLLM succeeded"
         meter.create_observable_gauge(cv.ENGINE_UP, callbacks=[self._engine_up], unit="1", description=up)
+        for snapshot in self._bridged:
+            for name, kind, documentation in snapshot.families:
+                create = (
+                    meter.create_observable_counter if kind == "counter" else meter.create_observable_gauge
+                )
+                create(
+                    name,
+                    callbacks=[snapshot.callback(name, kind)],
+                    unit=_unit(name),
+                    description=documentation,
+                )
+
+    def add_collector(self, collector: Collector, families: Sequence[tuple[str, str, str]]) -> None:
+        """Push ``families`` (name, "gauge" | "counter", help) of a Prometheus collector too;
+        call before ``start``."""
+        self._bridged.append(_CollectorSnapshot(collector, tuple(families)))
 
     def shutdown(self) -> None:
         if self._provider is not None:
@@ -74,6 +97,50 @@ class OtlpBridge:
         tracker = self.collector.tracker
         models = sorted(tracker.latest) or [""]
         return [Observation(1.0 if tracker.up else 0.0, {cv.MODEL_LABEL: m}) for m in models]
+
+
+class _CollectorSnapshot:
+    """One ``collect()`` shared by all of a collector's instruments within an export.
+
+    The SDK calls each instrument's callback in turn; collecting once per family would read the
+    collector a dozen times per export, and could mix two different reports in one export.
+    """
+
+    #: Callbacks within this many seconds of the last collect() share its result.
+    FRESH_S = 1.0
+
+    def __init__(self, collector: Collector, families: tuple[tuple[str, str, str], ...]) -> None:
+        self.collector, self.families = collector, families
+        self._lock = threading.Lock()
+        self._at = -float("inf")
+        self._samples: dict[str, list[tuple[dict[str, str], float]]] = {}
+
+    def callback(self, name: str, kind: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
+        sample_name = name + "_total" if kind == "counter" else name
+
+        def observe(_: CallbackOptions) -> Iterable[Observation]:
+            return [Observation(value, labels) for labels, value in self._current().get(sample_name, [])]
+
+        return observe
+
+    def _current(self) -> dict[str, list[tuple[dict[str, str], float]]]:
+        with self._lock:
+            if time.monotonic() - self._at > self.FRESH_S:
+                samples: dict[str, list[tuple[dict[str, str], float]]] = {}
+                for family in self.collector.collect():
+                    for sample in family.samples:
+                        samples.setdefault(sample.name, []).append((dict(sample.labels), sample.value))
+                self._samples, self._at = samples, time.monotonic()
+            return self._samples
+
+
+#: Prometheus base-unit suffixes and their UCUM units (what OTLP's ``unit`` field carries).
+_UNITS = (("_seconds", "s"), ("_bytes", "By"), ("_watts", "W"), ("_joules", "J"), ("_hertz", "Hz"),
+          ("_celsius", "Cel"), ("_ratio", "1"))  # fmt: skip
+
+
+def _unit(name: str) -> str:
+    return next((unit for suffix, unit in _UNITS if name.endswith(suffix)), "")
 
 
 def _quantiles(field: str) -> Reader:

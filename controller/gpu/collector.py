@@ -49,6 +49,24 @@ _KEYED: tuple[tuple[type[GaugeMetricFamily] | type[CounterMetricFamily], str, st
 )  # fmt: skip
 
 
+#: (name, type, help) of every family ``GpuCollector`` can yield: what a push exporter (OTLP)
+#: declares up front, since its instruments cannot appear as families come and go.
+FAMILIES: tuple[tuple[str, str, str], ...] = (
+    (cv.GPU_COLLECTOR_UP, "gauge", "1 if the last GPU read succeeded and is recent"),
+    (cv.GPU_COLLECTOR_ERRORS, "counter", "Failed GPU reads, by reason"),
+    (cv.GPU_SAMPLE_DURATION, "gauge", "Time the last GPU read took, in seconds"),
+    (cv.GPU_LAST_SAMPLE, "gauge", "Unix time of the last successful GPU read"),
+    (cv.GPU_INFO, "gauge", "Identity of each GPU exported (value is always 1)"),
+    *((name, "gauge", documentation) for name, documentation, _ in _GAUGES),
+    (cv.GPU_ENERGY, "counter", "Energy used by the GPU since the driver loaded, in joules"),
+    *((name, "counter" if kind is CounterMetricFamily else "gauge", documentation)
+      for kind, name, documentation, _, _ in _KEYED),
+    (cv.TOKENS_PER_JOULE, "gauge", "Generated tokens per joule of GPU energy over the window"),
+    (cv.GPU_SECONDS_PER_1K_TOKENS, "gauge",
+     "GPU-seconds per 1000 generated tokens over the window (allocated or busy)"),
+)  # fmt: skip
+
+
 class GpuSource(Protocol):
     """What the collector needs from the sampler (a fake in tests)."""
 

@@ -14,8 +14,12 @@ from controller.exporter.collector import EngineCollector
 from controller.exporter.otlp import OtlpBridge, metrics_url
 from controller.exporter.signals import SloThresholds
 from controller.exporter.tracker import EngineTracker
+from controller.gpu.collector import FAMILIES, GpuCollector
+from controller.gpu.reader import Backend
+from controller.gpu.sampler import GpuReport
 from controller.metrics.exposition import parse_vllm
-from controller.testing import grow_capture
+from controller.model import GpuSample
+from controller.testing import FakeClock, grow_capture
 from tests.support import AFTER_LOAD, capture
 
 
@@ -57,7 +61,7 @@ class Receiver:
             for rm in request.resource_metrics:
                 for sm in rm.scope_metrics:
                     for metric in sm.metrics:
-                        for p in metric.gauge.data_points:
+                        for p in (*metric.gauge.data_points, *metric.sum.data_points):
                             attrs = {a.key: a.value.string_value for a in p.attributes}
                             out.setdefault(metric.name, []).append((attrs, p.as_double))
         return out
@@ -105,3 +109,34 @@ def test_a_down_collector_endpoint_does_not_raise_into_the_sidecar() -> None:
         assert bridge.force_flush() in (True, False)
     finally:
         bridge.shutdown()
+
+
+def test_gpu_telemetry_is_pushed_too_gauges_as_gauges_counters_as_cumulative_sums() -> None:
+    gpu = GpuSample(
+        0, uuid="afff74a1", model="AMD Instinct MI300X", utilization=0.64, power_watts=717.0,
+        energy_joules=152.59, temperatures_celsius={"junction": 45.0}, memory_used_bytes=None,
+    )  # fmt: skip
+    report = GpuReport(Backend.AMDSMI, True, 1.7e9, 1000.0, (gpu,), None, 0.02, 1.7e9, {})
+    source = type("Source", (), {"latest": lambda self: report, "window": lambda self, s: None})()
+    receiver = Receiver()
+    bridge = OtlpBridge(receiver.url, 3600.0, collector())
+    bridge.add_collector(GpuCollector(source, stale_after=15.0, monotonic=FakeClock(1000.0)), FAMILIES)
+    bridge.start()
+    try:
+        assert bridge.force_flush()
+    finally:
+        bridge.shutdown()
+        receiver.server.shutdown()
+        receiver.server.server_close()
+    points = receiver.points()
+    identity = {"gpu": "0", "uuid": "afff74a1", "model": "AMD Instinct MI300X"}
+    assert points[cv.GPU_UTILIZATION] == [(identity, 0.64)]
+    assert points[cv.GPU_TEMPERATURE] == [({**identity, "sensor": "junction"}, 45.0)]
+    assert points[cv.GPU_COLLECTOR_UP] == [({"backend": "amdsmi"}, 1.0)]
+    assert cv.GPU_MEMORY_USED not in points  # not read: absent, never 0
+    metrics = {m.name: m for rm in receiver.requests[0].resource_metrics
+               for sm in rm.scope_metrics for m in sm.metrics}  # fmt: skip
+    energy = metrics[cv.GPU_ENERGY]
+    assert energy.sum.is_monotonic and energy.unit == "J"
+    assert energy.sum.data_points[0].as_double == pytest.approx(152.59)
+    assert metrics[cv.GPU_POWER].unit == "W" and metrics[cv.GPU_POWER].HasField("gauge")

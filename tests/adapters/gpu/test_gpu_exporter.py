@@ -8,6 +8,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
@@ -18,6 +19,7 @@ from controller.exporter.app import serve
 from controller.gpu.settings import GpuSettings
 from controller.settings import ExporterSettings
 from controller.testing import FakeVllmServer, replay_page
+from tests.adapters.exporter.test_otlp import Receiver
 from tests.support import AFTER_LOAD, capture, require_tool
 from tests.unit.gpu.gpu_fakes import build_sysfs, mi300x
 
@@ -31,17 +33,17 @@ def values(page: str, name: str) -> dict[tuple[tuple[str, str], ...], float]:
     }
 
 
-def serve_until(gpu: GpuSettings, done: Callable[[str], bool], timeout: float = 15.0) -> str:
+def serve_until(gpu: GpuSettings, done: Callable[[str], bool], timeout: float = 15.0, **settings: Any) -> str:
     """Run the real sidecar until ``done(page)`` holds for its /metrics page; return that page."""
     port = free_port()
     with FakeVllmServer(replay_page(capture(AFTER_LOAD), 20.0)) as fake:
-        settings = ExporterSettings(
-            vllm_url=fake.url, listen=f"127.0.0.1:{port}", interval=0.2, windows=[1.0]
+        exporter = ExporterSettings(
+            vllm_url=fake.url, listen=f"127.0.0.1:{port}", interval=0.2, windows=[1.0], **settings
         )
 
         async def main() -> str:
             stop = asyncio.Event()
-            task = asyncio.create_task(serve(settings, stop, gpu))
+            task = asyncio.create_task(serve(exporter, stop, gpu))
             deadline = time.monotonic() + timeout
             page = ""
             try:
@@ -98,3 +100,25 @@ def test_a_broken_gpu_backend_is_collector_up_zero_and_vllm_metrics_keep_flowing
 def test_gpu_backend_none_exports_no_gpu_section(tmp_path: Path) -> None:
     page = serve_until(GpuSettings(backend="none"), lambda p: cv.TTFT_SECONDS in p)
     assert "fleetslo_gpu_" not in page
+
+
+def test_with_an_otlp_endpoint_the_gpu_metrics_are_pushed_beside_the_vllm_signals(tmp_path: Path) -> None:
+    receiver = Receiver()
+    gpu = GpuSettings(backend="sysfs", sysfs_root=str(build_sysfs(tmp_path, {1: mi300x()})), interval=0.5)
+    try:
+
+        def pushed(_: str) -> bool:
+            names = {m.name for r in receiver.requests for rm in r.resource_metrics
+                     for sm in rm.scope_metrics for m in sm.metrics}  # fmt: skip
+            return {cv.GPU_UTILIZATION, cv.GPU_POWER, cv.TTFT_SECONDS} <= names
+
+        serve_until(gpu, pushed, otlp_endpoint=receiver.url, otlp_interval=0.5)
+    finally:
+        receiver.server.shutdown()
+        receiver.server.server_close()
+    utilization = [
+        (attrs, value) for r in receiver.requests for rm in r.resource_metrics for sm in rm.scope_metrics
+        for m in sm.metrics if m.name == cv.GPU_UTILIZATION for p in m.gauge.data_points
+        for attrs, value in [({a.key: a.value.string_value for a in p.attributes}, p.as_double)]
+    ]  # fmt: skip
+    assert ({"gpu": "0", "model": "AMD Instinct MI300X OAM", "uuid": "8d1457e2c20f59d2"}, 0.37) in utilization

@@ -122,3 +122,14 @@ def test_the_gpu_section_passes_promtool_check_metrics(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, (result.stdout + result.stderr).decode()
     assert result.stdout + result.stderr == b"", (result.stdout + result.stderr).decode()
+
+
+def test_families_lists_every_family_the_collector_yields_with_its_type() -> None:
+    from controller.gpu.collector import FAMILIES
+
+    window = GpuWindow(seconds=60.0, gpus=1, energy_joules=600.0, busy_gpu_seconds=30.0)
+    tokens = [TokenWindow("m", 60.0, 6000.0, 60.0)]
+    collector = GpuCollector(Source(report(FULL), window), 15.0, lambda: tokens, FakeClock(1000.0))
+    yielded = {family.name: family.type for family in collector.collect()}
+    declared = {name: kind for name, kind, _ in FAMILIES}
+    assert yielded == declared
