@@ -6,21 +6,23 @@ API exactly as the controller's Prometheus source and Grafana would send them.
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Any, BinaryIO
+from typing import Any
 
 import httpx
-import yaml
 
 from controller.actuators.local_replica import free_port
+from controller.demo.prometheus import PrometheusProcess
 from tests.support import require_tool
+
+__all__ = ["PrometheusServer", "free_port"]
 
 
 class PrometheusServer:
-    """``with PrometheusServer(tmp_path, scrape_targets) as prom: prom.query(...)``."""
+    """``with PrometheusServer(tmp_path, scrape_targets) as prom: prom.query(...)``, on the product's
+    own launcher (``controller.demo.prometheus.PrometheusProcess``)."""
 
     def __init__(
         self,
@@ -34,64 +36,26 @@ class PrometheusServer:
     ):
         """``scrape_configs`` (full jobs, e.g. with ``metric_relabel_configs``) replace the single
         ``test`` job that ``targets`` would make."""
-        self.binary = require_tool("prometheus", "apt-get install prometheus")
+        binary = require_tool("prometheus", "apt-get install prometheus")
         self.workdir = workdir
-        self.port = free_port()
-        config: dict[str, Any] = {
+        self.config: dict[str, Any] = {
             "global": {"scrape_interval": interval, "evaluation_interval": interval},
             "scrape_configs": scrape_configs
             or [{"job_name": "test", "static_configs": [{"targets": targets}]}],
         }
         if external_labels:
-            config["global"]["external_labels"] = external_labels
+            self.config["global"]["external_labels"] = external_labels
         if rule_files:
-            config["rule_files"] = rule_files
-        self.config_path = workdir / "prometheus.yml"
-        self.config_path.write_text(yaml.safe_dump(config))
-        self.url = f"http://127.0.0.1:{self.port}"
-        self._process: subprocess.Popen[bytes] | None = None
-        self._log = workdir / "prometheus.log"
-        self._log_file: BinaryIO | None = None
+            self.config["rule_files"] = rule_files
+        self._server = PrometheusProcess(binary, workdir)
+        self.port, self.url = self._server.port, self._server.url
 
     def __enter__(self) -> PrometheusServer:
-        self._log_file = self._log.open("wb")
-        self._process = subprocess.Popen(
-            [
-                self.binary,
-                f"--config.file={self.config_path}",
-                f"--storage.tsdb.path={self.workdir / 'tsdb'}",
-                f"--web.listen-address=127.0.0.1:{self.port}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=self._log_file,
-        )
-        self._wait_ready()
+        self._server.start(self.config)
         return self
 
     def __exit__(self, *_: type[BaseException] | BaseException | TracebackType | None) -> None:
-        if self._process is not None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-        if self._log_file is not None:
-            self._log_file.close()
-
-    def _wait_ready(self, timeout: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self._process is not None
-            if self._process.poll() is not None:
-                raise RuntimeError(f"prometheus exited: {self._log.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{self.url}/-/ready", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError("prometheus did not become ready")
+        self._server.stop()
 
     def query(self, promql: str, at: float | None = None) -> list[dict[str, Any]]:
         params: dict[str, str] = {"query": promql}

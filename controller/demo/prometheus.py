@@ -34,27 +34,27 @@ def find_prometheus() -> str | None:
     return shutil.which("prometheus")
 
 
-class LocalPrometheus:
-    """One Prometheus process under ``workdir`` on a free loopback port."""
+class PrometheusProcess:
+    """A ``prometheus`` binary serving ``config`` on a free loopback port; its config file, TSDB
+    and log live under ``workdir``. Also the integration tests' Prometheus (``tests/prometheus.py``)."""
 
-    def __init__(self, binary: str, workdir: Path, slo: FleetSLO, controller_port: int) -> None:
+    def __init__(self, binary: str, workdir: Path) -> None:
         self.binary, self.workdir = binary, workdir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self._rule_files = _write_rules(workdir / "rules", slo)
-        self._controller = f"127.0.0.1:{controller_port}"
+        self.log_path = workdir / "prometheus.log"
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
 
-    def start(self, timeout: float = 20.0) -> None:
-        self.update_targets([])
-        config = self.workdir / "prometheus.yml"
-        config.write_text(yaml.safe_dump(self._config()), encoding="utf-8")
-        self._log = (self.workdir / "prometheus.log").open("wb")
+    def start(self, config: dict[str, object], timeout: float = 20.0) -> None:
+        """Write ``config``, start, and return once ``/-/ready`` answers (else raise with the log)."""
+        path = self.workdir / "prometheus.yml"
+        path.write_text(yaml.safe_dump(config), encoding="utf-8")
+        self._log = self.log_path.open("wb")
         self._process = subprocess.Popen(
             [
                 self.binary,
-                f"--config.file={config}",
+                f"--config.file={path}",
                 f"--storage.tsdb.path={self.workdir / 'tsdb'}",
                 f"--web.listen-address=127.0.0.1:{self.port}",
             ],
@@ -70,8 +70,37 @@ class LocalPrometheus:
                     return
             except httpx.HTTPError:
                 pass
-            time.sleep(0.1)
-        raise RuntimeError(f"prometheus did not become ready (see {self.workdir / 'prometheus.log'})")
+            time.sleep(0.05)
+        self.stop()
+        tail = self.log_path.read_text(encoding="utf-8", errors="replace")[-2000:]
+        raise RuntimeError(f"prometheus did not become ready ({self.log_path}):\n{tail}")
+
+    def stop(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+class LocalPrometheus:
+    """The demo's Prometheus under ``workdir``: file service discovery, the generated rules."""
+
+    def __init__(self, binary: str, workdir: Path, slo: FleetSLO, controller_port: int) -> None:
+        self.workdir = workdir
+        self._server = PrometheusProcess(binary, workdir)
+        self.port, self.url = self._server.port, self._server.url
+        self._rule_files = _write_rules(workdir / "rules", slo)
+        self._controller = f"127.0.0.1:{controller_port}"
+
+    def start(self, timeout: float = 20.0) -> None:
+        self.update_targets([])
+        self._server.start(self._config(), timeout)
 
     def update_targets(self, replicas: Sequence[tuple[str, int, int]]) -> None:
         """(pod name, sim-server port, sidecar port) of every live replica."""
@@ -86,15 +115,7 @@ class LocalPrometheus:
             partial.replace(path)  # atomic: Prometheus never reads half a file
 
     def stop(self) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-        if self._log is not None:
-            self._log.close()
+        self._server.stop()
 
     def _config(self) -> dict[str, object]:
         def discovered(job: str, name: str) -> dict[str, object]:

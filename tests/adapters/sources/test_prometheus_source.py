@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from controller.errors import SourceUnavailable
 from controller.model import Observation, ReplicaCounts
@@ -44,17 +43,12 @@ def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     grow = replay_page(text, 5.0)
     escaped = FakeVllmServer(lambda: escaped_page(grow())).start()
     workdir: Path = tmp_path_factory.mktemp("prom")
-    server = PrometheusServer(workdir, [])
     labels = {"qwen": (colon, PODS["qwen"]), "escaped": (escaped, PODS["escaped"])}
     static = [
         {"targets": [f"127.0.0.1:{fake.port}"], "labels": {"namespace": "infer", "pod": pod}}
         for fake, pod in labels.values()
     ]
-    config = {
-        "global": {"scrape_interval": "1s"},
-        "scrape_configs": [{"job_name": "vllm", "static_configs": static}],
-    }
-    server.config_path.write_text(yaml.safe_dump(config))
+    server = PrometheusServer(workdir, [], scrape_configs=[{"job_name": "vllm", "static_configs": static}])
     with server:
         source = PrometheusSource(PrometheusClient(server.url), max_age=10.0)
         yield {"server": server, "source": source, "colon": colon, "escaped": escaped, "settled": False}
