@@ -6,6 +6,7 @@ once at load with messages that name the key, the value and the allowed range. T
     listen: 0.0.0.0:9500          # /healthz, /readyz, /metrics
     interval: 5s                  # scheduler tick; each policy still decides at its own interval
     policy: fleetslo              # the policy every FleetSLO is held by
+    policy_options: {headroom: 0.1}   # its tunables (fleetslo: controller/policy/fleetslo/config.py)
     dry_run: false                # true: advisory for every target (as mode: advisory in a spec)
     source:
       kind: prometheus            # or: direct (scrape the sidecars of the target's pods)
@@ -193,6 +194,9 @@ class ControllerSettings(_Group):
     #: The scheduler's tick; a policy decides every ``policy.interval`` seconds at the earliest.
     interval: PositiveDuration = 5.0
     policy: str = "fleetslo"
+    #: Tunables of that policy, e.g. ``{headroom: 0.2}`` for fleetslo: the headroom-versus-violation
+    #: trade is the operator's (``controller/policy/fleetslo/config.py`` lists and explains them).
+    policy_options: dict[str, float | int | bool | str] = {}
     dry_run: bool = False
     source: SourceSettings = SourceSettings()
     kubernetes: KubernetesSettings = KubernetesSettings()

@@ -54,7 +54,7 @@ from controller.kube.pods import KubePodDirectory, KubePodMarker
 from controller.kube.workloads import Workloads
 from controller.leader import AlwaysLeader, LeaderElector
 from controller.loop import Binding, Controller
-from controller.policy.registry import make_policy
+from controller.policy.registry import check_options, make_policy
 from controller.settings import BatchActuator, FleetSLO, Mode, parse_listen
 from controller.sources.base import Source
 from controller.sources.direct import DirectSource
@@ -150,6 +150,7 @@ def build(
     api: client.ApiClient | None = None,
 ) -> Running:
     """Every part of a controller for ``specs``, connected to the cluster (``api``, or ``connect``)."""
+    check_options(settings.policy, settings.policy_options)
     api = api or connect(settings.kubernetes, in_pod=env.in_pod)
     workloads = Workloads(api)
     pods = KubePodDirectory(api, workloads)
@@ -167,7 +168,7 @@ def build(
     source = make_source(settings, env, pods)
     events = None if settings.dry_run else KubeEventRecorder(api, settings.kubernetes.component, time.time)
     bindings = [
-        Binding(slo, make_policy(settings.policy, slo.spec), source,
+        Binding(slo, make_policy(settings.policy, slo.spec, **settings.policy_options), source,
                 make_fleet(slo, actuators, metrics, dry_run=settings.dry_run, drain=settings.drain.enabled))
         for slo in specs
     ]  # fmt: skip

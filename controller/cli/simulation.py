@@ -45,6 +45,10 @@ def _configure_simulate(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", help="replay this long, e.g. 30m")
     p.add_argument("--scrape-interval", dest="scrape_interval", default="15s", help="metrics scrape period")
     p.add_argument("--window", default="60s", help="observation window the policy sees")
+    p.add_argument(
+        "--policy-option", dest="policy_options", action="append", default=[], metavar="KEY=VALUE",
+        help="a policy tunable, repeatable (e.g. headroom=0.2 for fleetslo; each takes those it knows)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--report", help="also write a self-contained HTML report here")
     p.add_argument("--title", help="report title")
@@ -81,6 +85,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
         duration_s=seconds("duration", args.duration),
         scrape_interval_s=seconds("scrape-interval", args.scrape_interval) or 15.0,
         window_s=seconds("window", args.window) or 60.0,
+        policy_options=compare.parse_policy_options(args.policy_options),
     )  # fmt: skip
     trace = compare.shape_trace(load_trace(args.trace), options)
     scenario = compare.build_scenario(trace, Path(args.trace).name, profile, options)

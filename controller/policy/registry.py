@@ -10,7 +10,8 @@ a ``ConfigError`` (a typo must not pass silently).
 * ``max_num_seqs``, ``target_fraction`` — ``hpa-running`` (target = fraction × max_num_seqs, by default
   0.8 × the spec's ``batch_limit.max``);
 * ``waiting_threshold`` — ``keda-waiting`` (default 5);
-* ``headroom``, ``tpot_margin`` — ``fleetslo`` (spare capacity share, TPOT sizing margin);
+* every field of ``FleetSLOConfig`` but ``behavior`` — ``fleetslo`` (``headroom``, ``tpot_margin``,
+  ``hysteresis``, ``scale_down_band``, ``min_scale_down``, …; see ``controller/policy/fleetslo/config.py``);
 * ``schedule`` — ``oracle``, required: the offline schedule ``controller.policy.oracle.OraclePolicy``
   replays (that class belongs to the simulator's oracle and is imported only when asked for).
 
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from controller.errors import ConfigError
@@ -35,7 +36,11 @@ from controller.policy.baselines import (
     LlmdSloPolicy,
     StaticPolicy,
 )
+from controller.policy.fleetslo.config import FleetSLOConfig
 from controller.settings import FleetSLOSpec
+
+#: The ``fleetslo`` tunables an option may set: every scalar field of its config.
+_FLEETSLO_OPTIONS = {f.name: f.name for f in fields(FleetSLOConfig) if f.name != "behavior"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +98,7 @@ _REGISTRY: dict[str, _Entry] = {
     "llmd-slo": _Entry(_plain(LlmdSloPolicy), {}, "llm-d SLO-aware recipe: max(p90 TTFT/SLO, p90 TPOT/SLO)"),
     "fleetslo": _Entry(
         _fleetslo,
-        {"headroom": "headroom", "tpot_margin": "tpot_margin"},
+        _FLEETSLO_OPTIONS,
         "fleetslo: feed-forward sizing on a learned latency model, batch limit, safe limits",
     ),
     "oracle": _Entry(
@@ -110,6 +115,18 @@ OPTIONS: frozenset[str] = frozenset(o for entry in _REGISTRY.values() for o in e
 def describe() -> dict[str, str]:
     """Name → one-line summary, for ``--help`` and the docs."""
     return {name: entry.summary for name, entry in _REGISTRY.items()}
+
+
+def check_options(name: str, options: Mapping[str, Any]) -> None:
+    """``ConfigError`` unless ``name`` is a policy that takes every one of ``options``: for one
+    chosen policy (the controller's), an option it ignores is a mistake, not a shared bag."""
+    entry = _REGISTRY.get(name)
+    if entry is None:
+        raise ConfigError(f"policy: unknown policy {name!r}; valid policies: {', '.join(POLICIES)}")
+    unknown = sorted(set(options) - set(entry.options))
+    if unknown:
+        known = ", ".join(sorted(entry.options)) or "none"
+        raise ConfigError(f"policy {name}: unknown option(s) {', '.join(unknown)}; it takes: {known}")
 
 
 def make_policy(name: str, spec: FleetSLOSpec, **options: Any) -> Policy[Any]:

@@ -48,6 +48,28 @@ class SimulateOptions:
     duration_s: float | None = None
     scrape_interval_s: float = 15.0
     window_s: float = 60.0
+    #: ``--policy-option KEY=VALUE`` pairs, handed to every policy (each takes those it knows).
+    policy_options: tuple[tuple[str, Any], ...] = ()
+
+
+def parse_policy_options(pairs: Sequence[str]) -> tuple[tuple[str, Any], ...]:
+    """``["headroom=0.2", "model_points=60"]`` into (key, number or text) pairs."""
+    parsed: list[tuple[str, Any]] = []
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key.strip() or not text.strip():
+            raise ConfigError(f"--policy-option: expected KEY=VALUE, got {pair!r}")
+        value: Any = text.strip()
+        for convert in (int, float):
+            try:
+                value = convert(value)
+                break
+            except ValueError:
+                continue
+        if value in ("true", "false"):
+            value = value == "true"
+        parsed.append((key.strip(), value))
+    return tuple(parsed)
 
 
 def parse_policies(text: str) -> tuple[str, ...]:
@@ -129,8 +151,11 @@ def make_named_policy(name: str, scenario: Scenario, options: SimulateOptions) -
     return make_policy(
         name,
         spec,
-        replicas=options.replicas if options.replicas is not None else scenario.initial_replicas,
-        max_num_seqs=scenario.profile.max_num_seqs,
+        **{
+            "replicas": options.replicas if options.replicas is not None else scenario.initial_replicas,
+            "max_num_seqs": scenario.profile.max_num_seqs,
+            **dict(options.policy_options),
+        },
     )
 
 

@@ -75,3 +75,32 @@ class FleetSLOConfig:
     #: Cooldown after any change before a scale-down (seconds).
     cooldown_s: float = 60.0
     behavior: Behavior = field(default_factory=_behavior)
+
+    def __post_init__(self) -> None:
+        checks = (
+            ("interval", self.interval > 0, "> 0"),
+            ("tpot_margin", 0 < self.tpot_margin <= 1, "in (0, 1]"),
+            ("headroom", 0 <= self.headroom < 1, "in [0, 1)"),
+            ("scale_down_band", 0 < self.scale_down_band <= 1, "in (0, 1]"),
+            ("hysteresis", 0 <= self.hysteresis < 1, "in [0, 1)"),
+            ("breach_band", self.breach_band >= 1, ">= 1"),
+            ("backlog_drain_s", self.backlog_drain_s > 0, "> 0"),
+            ("scale_down_memory_s", self.scale_down_memory_s >= 0, ">= 0"),
+            ("min_scale_down", 0 <= self.min_scale_down < 1, "in [0, 1)"),
+            ("stale_after_s", self.stale_after_s > 0, "> 0"),
+            ("trend_window_s", self.trend_window_s > 0, "> 0"),
+            ("trend_damping", self.trend_damping >= 0, ">= 0"),
+            ("max_forecast_growth", self.max_forecast_growth >= 1, ">= 1"),
+            ("model_points", self.model_points >= 4, ">= 4"),
+            ("model_memory_s", self.model_memory_s > 0, "> 0"),
+            ("cooldown_s", self.cooldown_s >= 0, ">= 0"),
+        )
+        for name, ok, allowed in checks:
+            if not ok:
+                raise ValueError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
+        floor = 1 / ((1 - self.headroom) * (1 - self.hysteresis))
+        if self.max_extrapolation <= floor:
+            raise ValueError(
+                f"max_extrapolation must exceed 1/((1-headroom)(1-hysteresis)) = {floor:.2f}, got "
+                f"{self.max_extrapolation!r}: the fleet could never shrink to a load it has not seen"
+            )

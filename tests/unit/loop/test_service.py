@@ -129,6 +129,9 @@ def test_run_rejects_bad_input_with_exit_status_2(tmp_path: Path, capsys: pytest
     )
     assert main(["run", "--slo", str(good), "--config", str(config)]) == 2
     assert "lease_duration" in capsys.readouterr().err
+    config.write_text("policy_options: {headroom: 0.2, hysterisis: 0.05}\n")  # a typo
+    assert main(["run", "--slo", str(good), "--config", str(config)]) == 2
+    assert "policy fleetslo: unknown option(s) hysterisis" in capsys.readouterr().err
 
 
 def prometheus(**options: object) -> ControllerSettings:

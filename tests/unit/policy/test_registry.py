@@ -10,7 +10,7 @@ import pytest
 
 from controller.errors import ConfigError
 from controller.policy.baselines import HpaRunningPolicy, KedaWaitingPolicy, StaticPolicy
-from controller.policy.registry import OPTIONS, POLICIES, describe, make_policy
+from controller.policy.registry import OPTIONS, POLICIES, check_options, describe, make_policy
 
 
 def test_names_and_summaries() -> None:
@@ -82,3 +82,28 @@ def test_oracle_hook_builds_the_simulators_class(spec, monkeypatch) -> None:  # 
     monkeypatch.setitem(sys.modules, "controller.policy.oracle", fake)
     policy = make_policy("oracle", spec, schedule=[(0.0, 3)], max_num_seqs=64)
     assert isinstance(policy, OraclePolicy) and policy.schedule == [(0.0, 3)]
+
+
+def test_every_fleetslo_tunable_is_an_option(spec) -> None:  # type: ignore[no-untyped-def]
+    from controller.policy.fleetslo import FleetSLOPolicy
+
+    policy = make_policy("fleetslo", spec, headroom=0.2, hysteresis=0.05, min_scale_down=0.1, replicas=3)
+    assert isinstance(policy, FleetSLOPolicy)
+    assert (policy.config.headroom, policy.config.hysteresis, policy.config.min_scale_down) == (
+        0.2,
+        0.05,
+        0.1,
+    )
+    assert "behavior" not in OPTIONS  # a structure, not a number to pass on a command line
+    with pytest.raises(ConfigError, match="fleetslo: bad option value"):
+        make_policy("fleetslo", spec, headroom="lots")
+
+
+def test_check_options_holds_one_chosen_policy_to_its_own_options() -> None:
+    check_options("fleetslo", {"headroom": 0.2})
+    with pytest.raises(
+        ConfigError, match=r"policy fleetslo: unknown option\(s\) replicas; it takes: .*headroom"
+    ):
+        check_options("fleetslo", {"replicas": 3})  # another policy's option: a mistake here
+    with pytest.raises(ConfigError, match="unknown policy 'hpa-cpu'"):
+        check_options("hpa-cpu", {})

@@ -78,6 +78,9 @@ def test_profile_from_a_yaml_file(
         (["--slo-ttft", "fast"], "--slo-ttft"),
         (["--profile", "no-such-profile"], "unknown profile"),
         (["--max-replicas", "0"], "replicas.max"),
+        (["--policy", "fleetslo", "--policy-option", "headroom"], "expected KEY=VALUE"),
+        (["--policy", "fleetslo", "--policy-option", "headrom=0.2"], "unknown option(s) headrom"),
+        (["--policy", "fleetslo", "--policy-option", "headroom=1.5"], "headroom must be in [0, 1)"),
     ],
 )
 def test_bad_input_exits_2_naming_the_problem(
@@ -85,3 +88,31 @@ def test_bad_input_exits_2_naming_the_problem(
 ) -> None:
     assert main(["simulate", "--trace", str(trace_file), *flags]) == EXIT_USAGE
     assert message in capsys.readouterr().err
+
+
+def test_policy_options_reach_the_policy(trace_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def hours(*options: str) -> float:
+        args = [
+            "simulate",
+            "--trace",
+            str(trace_file),
+            "--profile",
+            PROFILE,
+            "--policy",
+            "fleetslo",
+            "--json",
+        ]
+        assert main([*args, "--rate-scale", "3", *options]) == EXIT_OK
+        return float(json.loads(capsys.readouterr().out)["replica_hours"])
+
+    lean = hours("--policy-option", "headroom=0", "--policy-option", "tpot_margin=1")
+    ample = hours("--policy-option", "headroom=0.5", "--policy-option", "max_extrapolation=3")
+    assert ample > lean
+
+
+def test_policy_option_values_are_numbers_or_text() -> None:
+    from controller.sim.compare import parse_policy_options
+
+    assert parse_policy_options(["model_points=60", "headroom=0.2", "x=true", "y=abc"]) == (
+        ("model_points", 60), ("headroom", 0.2), ("x", True), ("y", "abc"),
+    )  # fmt: skip

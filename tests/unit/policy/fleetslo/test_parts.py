@@ -103,3 +103,16 @@ def test_capacity_is_the_fit_capped_by_evidence_in_tokens_per_second() -> None:
     # The margin is taken off the fitted load, before the cap: the cap bounds what is sized for.
     assert model.capacity(0.05, 1.2, share=0.5) == pytest.approx(3000.0)
     assert model.capacity(0.05, 1.2, share=0.9) == pytest.approx(4800.0)
+
+
+def test_the_config_refuses_values_that_break_the_policy() -> None:
+    from controller.policy.fleetslo.config import FleetSLOConfig
+
+    with pytest.raises(ValueError, match=r"headroom must be in \[0, 1\), got 1.2"):
+        FleetSLOConfig(headroom=1.2)
+    with pytest.raises(ValueError, match="breach_band must be >= 1"):
+        FleetSLOConfig(breach_band=0.9)
+    # headroom 0.4 and the default dead band size for 1.85x the proven load: the cap must allow it
+    with pytest.raises(ValueError, match=r"max_extrapolation must exceed .* = 1.85"):
+        FleetSLOConfig(headroom=0.4)
+    assert FleetSLOConfig(headroom=0.4, max_extrapolation=2.0).headroom == 0.4
