@@ -67,6 +67,17 @@ class Receiver:
         return out
 
 
+def push_once(bridge: OtlpBridge, receiver: Receiver) -> None:
+    """Start the bridge, export once, and stop both ends."""
+    bridge.start()
+    try:
+        assert bridge.force_flush()
+    finally:
+        bridge.shutdown()
+        receiver.server.shutdown()
+        receiver.server.server_close()
+
+
 def collector() -> EngineCollector:
     tracker = EngineTracker(ring_size=50, interval=5.0)
     text = capture(AFTER_LOAD)
@@ -83,13 +94,7 @@ def test_metrics_url_appends_the_otlp_path_once() -> None:
 def test_the_bridge_pushes_quantiles_attainment_rates_and_engine_up() -> None:
     receiver = Receiver()
     bridge = OtlpBridge(receiver.url, 3600.0, collector())
-    bridge.start()
-    try:
-        assert bridge.force_flush()
-    finally:
-        bridge.shutdown()
-        receiver.server.shutdown()
-        receiver.server.server_close()
+    push_once(bridge, receiver)
     assert set(receiver.paths) == {"/v1/metrics"}
     points = receiver.points()
     ttft = {(a["quantile"], a["window"]): v for a, v in points[cv.TTFT_SECONDS]}
@@ -121,13 +126,7 @@ def test_gpu_telemetry_is_pushed_too_gauges_as_gauges_counters_as_cumulative_sum
     receiver = Receiver()
     bridge = OtlpBridge(receiver.url, 3600.0, collector())
     bridge.add_collector(GpuCollector(source, stale_after=15.0, monotonic=FakeClock(1000.0)), FAMILIES)
-    bridge.start()
-    try:
-        assert bridge.force_flush()
-    finally:
-        bridge.shutdown()
-        receiver.server.shutdown()
-        receiver.server.server_close()
+    push_once(bridge, receiver)
     points = receiver.points()
     identity = {"gpu": "0", "uuid": "afff74a1", "model": "AMD Instinct MI300X"}
     assert points[cv.GPU_UTILIZATION] == [(identity, 0.64)]
