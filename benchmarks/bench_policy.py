@@ -196,6 +196,10 @@ def verdicts(rows: list[dict[str, Any]], cold_start_s: float = 300.0) -> list[st
             dominating = [p for p in by if _baseline(p) and by[p]["attainment"] >= f["attainment"]
                           and by[p]["replica_hours"] <= f["replica_hours"]]  # fmt: skip
             out.append(f"{case}: dominated by {dominating or 'none'}")
+            if o is not None:
+                ratio = f["replica_hours"] / o["replica_hours"]
+                out.append(f"{case}: attainment {f['attainment']:.3f} (oracle {o['attainment']:.3f}), "
+                           f"replica-hours {ratio:.2f}x oracle")  # fmt: skip
         if f["recovered_s"] is not None:
             limit = cold_start_s + 300
             out.append(

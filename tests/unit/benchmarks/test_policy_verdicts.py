@@ -26,6 +26,8 @@ def test_bursty_verdict_names_the_baselines_that_dominate() -> None:
     lines = verdicts([row("fleetslo", 0.9, 50.0, "bursty"), row("hpa-util", 0.95, 49.0, "bursty"),
                       row("llmd-slo", 0.95, 60.0, "bursty")])  # fmt: skip
     assert "t: dominated by ['hpa-util']" in lines
+    with_oracle = verdicts([row("fleetslo", 1.0, 50.0, "bursty"), row("oracle", 1.0, 40.0, "bursty")])
+    assert "t: attainment 1.000 (oracle 1.000), replica-hours 1.25x oracle" in with_oracle
     tuned = verdicts([row("fleetslo", 0.9, 50.0, "bursty"), row("hpa-running@20", 0.9, 50.0, "bursty")])
     assert "t: dominated by ['hpa-running@20']" in tuned
 
