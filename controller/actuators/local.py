@@ -31,12 +31,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import IO
 
-import httpx
-
 from controller.actuators.base import ActuationResult, PodEndpoint, ScaleState
+from controller.actuators.local_probe import ReplicaProbe
 from controller.actuators.local_replica import LOOPBACK, Ports, ReplicaRecipe, reap
 from controller.errors import FleetSLOError
-from controller.metrics.exposition import parse_vllm
 from controller.model import ReplicaCounts
 from controller.settings import Target
 
@@ -98,7 +96,7 @@ class LocalFleet:
         self.poll_interval, self.ready_poll_interval = poll_interval, ready_poll_interval
         self.replicas: list[LocalReplica] = []
         self._lock = threading.RLock()
-        self._http = httpx.Client(timeout=1.0)
+        self._probe = ReplicaProbe(recipe.model_name)
         self._stop = threading.Event()
         self._monitor: threading.Thread | None = None
         self._ordinal = 0
@@ -116,7 +114,7 @@ class LocalFleet:
         self._monitor = threading.Thread(target=self._watch, name="local-fleet", daemon=True)
         self._monitor.start()
         deadline = time.monotonic() + timeout
-        while self.counts().ready < warm or not all(self._reporting(r) for r in self.replicas):
+        while self.counts().ready < warm or not all(self._probe.reporting(r.ports) for r in self.replicas):
             self._check_failed_start()
             if time.monotonic() > deadline:
                 raise LocalFleetError(
@@ -138,7 +136,7 @@ class LocalFleet:
                 for process in replica.processes:
                     reap(process, max(0.0, deadline - time.monotonic()))
                 self._retire(replica)
-        self._http.close()
+        self._probe.close()
 
     # --- ReplicaActuator ----------------------------------------------------------------------
 
@@ -284,12 +282,7 @@ class LocalFleet:
         raise LocalFleetError(f"no replica named {name}")
 
     def _read_preemptions(self, replica: LocalReplica) -> float:
-        try:
-            text = self._http.get(f"http://{LOOPBACK}:{replica.ports.engine}/metrics").text
-            snapshot = parse_vllm(text).get(self.recipe.model_name)
-        except (httpx.HTTPError, FleetSLOError):
-            return replica.preemptions
-        value = snapshot.counter("num_preemptions") if snapshot is not None else None
+        value = self._probe.preemptions(replica.ports)
         return replica.preemptions if value is None else value
 
     def _check_failed_start(self) -> None:
@@ -330,27 +323,12 @@ class LocalFleet:
             with self._lock:
                 self._terminate(replica)
             return
-        if replica.phase is Phase.STARTING and self._healthy(replica):
+        if replica.phase is Phase.STARTING and self._probe.healthy(replica.ports):
             with self._lock:
                 if replica.phase is Phase.STARTING:
                     replica.phase, replica.ready_at = Phase.READY, self.clock()
                     log.info("%s: ready", replica.name)
         elif replica.phase is Phase.READY and poll_ready:
-            draining = not self._sidecar_ready(replica)
+            draining = not self._probe.sidecar_ready(replica.ports)
             with self._lock:
                 replica.draining = draining
-
-    def _healthy(self, replica: LocalReplica) -> bool:
-        return self._ok(f"http://{LOOPBACK}:{replica.ports.engine}/health") and self._sidecar_ready(replica)
-
-    def _reporting(self, replica: LocalReplica) -> bool:
-        return self._ok(f"http://{LOOPBACK}:{replica.ports.sidecar}/vllm/metrics")
-
-    def _sidecar_ready(self, replica: LocalReplica) -> bool:
-        return self._ok(f"http://{LOOPBACK}:{replica.ports.sidecar}/readyz")
-
-    def _ok(self, url: str) -> bool:
-        try:
-            return self._http.get(url).status_code == 200
-        except httpx.HTTPError:
-            return False
