@@ -12,8 +12,8 @@ instant load (running + waiting, by Little's law) overrides the forecast when a 
 Feedback corrects the model when the observed p90s breach their targets anyway.
 
 Safety: missing, stale or contradictory data holds, with a reason, and never scales down; a partial
-picture may scale up but not down; a scale-down must leave the survivors' predicted p90s inside the
-targets with margin; limits are the shared chain clamp → rate limit → stabilization → cooldown.
+picture may scale up but not down; a scale-down must leave the survivors' load and p90 TTFT inside
+the targets with margin; limits are the shared chain clamp → rate limit → stabilization → cooldown.
 
 Pure: everything comes in as arguments and goes out in the returned decision and state.
 """
@@ -50,7 +50,7 @@ class FleetSLOState:
     forecast: RateForecast = field(default_factory=RateForecast)
     #: Seconds a request spends in the running batch (Little's law: running / completion rate).
     service_time: float | None = None
-    #: The request mix: prompt + generated tokens per request (the latest window that had any).
+    #: The request mix: prompt + generated tokens per request, smoothed over windows.
     tokens_per_request: float | None = None
     #: (time, fleet waiting) at the previous decision: its growth is arrival rate not yet served.
     last_waiting: tuple[float, float] | None = None
@@ -184,7 +184,10 @@ class FleetSLOPolicy:
         load = max(expected, instant)
         need = max(1, math.ceil(load / per_replica)) if load > 0 else spec.replicas.min
         forecast_load, instant_load = expected, instant
-        sizing = _Sizing(need, current, expected, arrival, forecast_load, instant_load, per_replica)
+        sizing = _Sizing(
+            need, current, expected, arrival, forecast_load, instant_load, per_replica,
+            state.tokens_per_request or 0.0,
+        )  # fmt: skip
         if need < current:
             # Shrinking is sized against a lower capacity than growing (the dead band) and for the
             # busiest arrival rate of the last few minutes, not the latest one: one quiet minute
@@ -411,12 +414,14 @@ class _Sizing:
     forecast_load: float
     instant_load: float
     per_replica: float
+    tokens_per_request: float
 
     def why(self) -> tuple[Reason, str]:
         load = max(self.forecast_load, self.instant_load)
         basis = (
             f"arrivals {self.arrival:.2f}/s, {self.expected:.2f}/s expected in one cold start; load "
-            f"{load:.1f}/s at {self.per_replica:.2f}/s per replica"
+            f"{load:.1f}/s at {self.per_replica:.2f}/s per replica "
+            f"({self.tokens_per_request:,.0f} tokens per request)"
         )
         if self.need > self.current:
             if self.instant_load > self.forecast_load:
