@@ -25,7 +25,7 @@ Pure value type; ``observe`` returns a new model.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 Point = tuple[float, float, float, bool]  # (time, load per replica, p90 TPOT s, both targets met)
 
@@ -37,6 +37,12 @@ _MIN_POINTS = 4
 @dataclass(frozen=True, slots=True)
 class TpotModel:
     points: tuple[Point, ...] = ()
+    #: The least-squares fit of ``points``, computed once: a decision asks for it a dozen times
+    #: (sizing, the survivors of each candidate count, the batch limit, the prediction).
+    _fit: tuple[float, float] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_fit", _least_squares(self.points))
 
     def observe(
         self, now: float, load: float, tpot_p90: float, *, keep: int, memory_s: float, met: bool = True
@@ -53,21 +59,7 @@ class TpotModel:
 
     def fitted(self) -> tuple[float, float] | None:
         """(α, β) of 1/TPOT = α − β·x, both > 0, only when the points spread enough to carry a slope."""
-        if len(self.points) < _MIN_POINTS:
-            return None
-        xs = [p[1] for p in self.points]
-        ys = [1.0 / p[2] for p in self.points]
-        n, mx, my = len(xs), sum(xs) / len(xs), sum(ys) / len(ys)
-        sxx = sum((x - mx) ** 2 for x in xs)
-        if sxx <= 0 or (sxx / n) ** 0.5 < _MIN_RELATIVE_SPREAD * mx:
-            return None
-        slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
-        alpha, beta = my - slope * mx, -slope
-        if beta <= 0 or alpha <= 0:
-            # TPOT falling with load, or no load at which it is finite: contradicts the physics;
-            # prefer the safe fallback.
-            return None
-        return alpha, beta
+        return self._fit
 
     def load_at(self, tpot: float) -> float | None:
         """Load per replica at which p90 TPOT is predicted to equal ``tpot`` (no evidence cap)."""
@@ -113,3 +105,23 @@ class TpotModel:
             return None if model is None else model * share
         evidence = self.evidence()
         return model * share if evidence is None else min(model * share, extrapolation * evidence)
+
+
+def _least_squares(points: tuple[Point, ...]) -> tuple[float, float] | None:
+    """(α, β) of 1/TPOT = α − β·x by least squares; ``None`` with too few or too close points, or
+    a fit contradicting the physics."""
+    if len(points) < _MIN_POINTS:
+        return None
+    xs = [p[1] for p in points]
+    ys = [1.0 / p[2] for p in points]
+    n, mx, my = len(xs), sum(xs) / len(xs), sum(ys) / len(ys)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx <= 0 or (sxx / n) ** 0.5 < _MIN_RELATIVE_SPREAD * mx:
+        return None
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    alpha, beta = my - slope * mx, -slope
+    if beta <= 0 or alpha <= 0:
+        # TPOT falling with load, or no load at which it is finite: contradicts the physics;
+        # prefer the safe fallback.
+        return None
+    return alpha, beta
