@@ -65,6 +65,7 @@ FAMILIES: tuple[tuple[str, str, str], ...] = (
     (cv.GPU_SECONDS_PER_1K_TOKENS, "gauge",
      "GPU-seconds per 1000 generated tokens over the window (allocated or busy)"),
 )  # fmt: skip
+_HELP = {name: documentation for name, _, documentation in FAMILIES}
 
 
 class GpuSource(Protocol):
@@ -108,23 +109,23 @@ class GpuCollector(Collector):
 
 def _health(report: GpuReport, fresh: bool) -> Iterator[Metric]:
     backend = [report.backend.value]
-    up = GaugeMetricFamily(cv.GPU_COLLECTOR_UP, "1 if the last GPU read succeeded and is recent",
+    up = GaugeMetricFamily(cv.GPU_COLLECTOR_UP, _HELP[cv.GPU_COLLECTOR_UP],
                            labels=[cv.LABEL_BACKEND])  # fmt: skip
     up.add_metric(backend, 1.0 if fresh else 0.0)
     yield up
-    errors = CounterMetricFamily(cv.GPU_COLLECTOR_ERRORS, "Failed GPU reads, by reason",
+    errors = CounterMetricFamily(cv.GPU_COLLECTOR_ERRORS, _HELP[cv.GPU_COLLECTOR_ERRORS],
                                  labels=[cv.LABEL_BACKEND, cv.LABEL_REASON])  # fmt: skip
     for reason, count in sorted({**dict.fromkeys(KNOWN_ERRORS, 0), **report.errors}.items()):
         errors.add_metric([*backend, reason], float(count))
     yield errors
     if report.duration is not None:
-        yield _gauge(cv.GPU_SAMPLE_DURATION, "Time the last GPU read took, in seconds", report.duration)
+        yield _gauge(cv.GPU_SAMPLE_DURATION, report.duration)
     if report.last_success is not None:
-        yield _gauge(cv.GPU_LAST_SAMPLE, "Unix time of the last successful GPU read", report.last_success)
+        yield _gauge(cv.GPU_LAST_SAMPLE, report.last_success)
 
 
-def _gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
-    family = GaugeMetricFamily(name, documentation)
+def _gauge(name: str, value: float) -> GaugeMetricFamily:
+    family = GaugeMetricFamily(name, _HELP[name])
     family.add_metric([], value)
     return family
 
@@ -138,7 +139,7 @@ def _per_gpu(samples: Sequence[GpuSample]) -> Iterator[Metric]:
             if value is not None:
                 family.add_metric(_identity(s), value)
         yield family
-    energy = CounterMetricFamily(cv.GPU_ENERGY, "Energy used by the GPU since the driver loaded, in joules",
+    energy = CounterMetricFamily(cv.GPU_ENERGY, _HELP[cv.GPU_ENERGY],
                                  labels=_IDENTITY)  # fmt: skip
     for s in samples:
         if s.energy_joules is not None:
@@ -154,7 +155,7 @@ def _per_gpu(samples: Sequence[GpuSample]) -> Iterator[Metric]:
 
 
 def _info(samples: Sequence[GpuSample]) -> GaugeMetricFamily:
-    family = GaugeMetricFamily(cv.GPU_INFO, "Identity of each GPU exported (value is always 1)",
+    family = GaugeMetricFamily(cv.GPU_INFO, _HELP[cv.GPU_INFO],
                                labels=[*_IDENTITY, *_INFO_FIELDS])  # fmt: skip
     for s in samples:
         family.add_metric([*_identity(s), *(getattr(s, f) or "" for f in _INFO_FIELDS)], 1.0)
@@ -167,12 +168,9 @@ def _identity(s: GpuSample) -> list[str]:
 
 def _efficiency(source: GpuSource, rows: Sequence[TokenWindow]) -> Iterator[Metric]:
     per_joule = GaugeMetricFamily(
-        cv.TOKENS_PER_JOULE,
-        "Generated tokens per joule of GPU energy over the window",
-        labels=[cv.MODEL_LABEL, cv.LABEL_WINDOW],
+        cv.TOKENS_PER_JOULE, _HELP[cv.TOKENS_PER_JOULE], labels=[cv.MODEL_LABEL, cv.LABEL_WINDOW]
     )
-    per_1k = GaugeMetricFamily(cv.GPU_SECONDS_PER_1K_TOKENS,
-                               "GPU-seconds per 1000 generated tokens over the window (allocated or busy)",
+    per_1k = GaugeMetricFamily(cv.GPU_SECONDS_PER_1K_TOKENS, _HELP[cv.GPU_SECONDS_PER_1K_TOKENS],
                                labels=[cv.MODEL_LABEL, cv.LABEL_WINDOW, cv.LABEL_BASIS])  # fmt: skip
     for row in rows:
         e = efficiency(row.tokens, row.seconds, source.window(row.window))

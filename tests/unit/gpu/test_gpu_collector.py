@@ -130,6 +130,6 @@ def test_families_lists_every_family_the_collector_yields_with_its_type() -> Non
     window = GpuWindow(seconds=60.0, gpus=1, energy_joules=600.0, busy_gpu_seconds=30.0)
     tokens = [TokenWindow("m", 60.0, 6000.0, 60.0)]
     collector = GpuCollector(Source(report(FULL), window), 15.0, lambda: tokens, FakeClock(1000.0))
-    yielded = {family.name: family.type for family in collector.collect()}
-    declared = {name: kind for name, kind, _ in FAMILIES}
+    yielded = {family.name: (family.type, family.documentation) for family in collector.collect()}
+    declared = {name: (kind, documentation) for name, kind, documentation in FAMILIES}
     assert yielded == declared
