@@ -117,30 +117,28 @@ def run_case(case: Case, policies: tuple[str, ...]) -> list[dict[str, Any]]:
             policy: Any = OraclePolicy(plan.schedule)
         else:
             policy = make_named_policy(name, sc, SimulateOptions(policies=policies))
-        result = run_policy(sc, policy, label=name)
-        violated, recovered = after_step(result, case, sc.spec.replicas.cold_start)
-        rows.append({
-            "case": case.name, "kind": case.kind, "policy": name,
-            "attainment": result["window_attainment"], "replica_hours": result["replica_hours"],
-            "cost_per_mtok": result["cost_per_million_tokens"], "scale_events": result["scale_events"],
-            "flaps": flaps(result["events"]), "violated_after_step": violated,
-            "recovered_s": recovered, "wall_s": time.perf_counter() - started,
-        })  # fmt: skip
-        print(_row(rows[-1]), flush=True)
+        rows.append(_measure(case, sc, name, policy, started))
         if plan is not None and case.kind == "smooth":
             rows[-1]["frontier"] = no_foresight_frontier(case, sc, plan)
     for target in HPA_RUNNING_TARGETS:
         policy = make_policy("hpa-running", sc.spec, max_num_seqs=target, target_fraction=1.0)
-        result = run_policy(sc, policy, label=f"hpa-running@{target}")
-        violated, recovered = after_step(result, case, sc.spec.replicas.cold_start)
-        rows.append({
-            "case": case.name, "kind": case.kind, "policy": f"hpa-running@{target}",
-            "attainment": result["window_attainment"], "replica_hours": result["replica_hours"],
-            "cost_per_mtok": result["cost_per_million_tokens"], "scale_events": result["scale_events"],
-            "flaps": flaps(result["events"]), "violated_after_step": violated, "recovered_s": recovered,
-        })  # fmt: skip
-        print(_row(rows[-1]), flush=True)
+        rows.append(_measure(case, sc, f"hpa-running@{target}", policy, time.perf_counter()))
     return rows
+
+
+def _measure(case: Case, sc: Scenario, label: str, policy: Any, started: float) -> dict[str, Any]:
+    """Replay ``policy`` and print its row; ``started`` counts planning (the oracle's) in wall_s."""
+    result = run_policy(sc, policy, label=label)
+    violated, recovered = after_step(result, case, sc.spec.replicas.cold_start)
+    row = {
+        "case": case.name, "kind": case.kind, "policy": label,
+        "attainment": result["window_attainment"], "replica_hours": result["replica_hours"],
+        "cost_per_mtok": result["cost_per_million_tokens"], "scale_events": result["scale_events"],
+        "flaps": flaps(result["events"]), "violated_after_step": violated,
+        "recovered_s": recovered, "wall_s": time.perf_counter() - started,
+    }  # fmt: skip
+    print(_row(row), flush=True)
+    return row
 
 
 def no_foresight_frontier(case: Case, sc: Scenario, plan: oracle.OraclePlan) -> dict[str, Any] | None:
