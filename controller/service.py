@@ -150,7 +150,7 @@ def build(
     api: client.ApiClient | None = None,
 ) -> Running:
     """Every part of a controller for ``specs``, connected to the cluster (``api``, or ``connect``)."""
-    check_options(settings.policy, settings.policy_options)
+    check_options(settings.policy, settings.policy_options)  # a typo stops here, before any cluster call
     api = api or connect(settings.kubernetes, in_pod=env.in_pod)
     workloads = Workloads(api)
     pods = KubePodDirectory(api, workloads)

@@ -49,12 +49,10 @@ def _run_controller(args: argparse.Namespace) -> int:
     import threading
 
     from controller.controller_settings import ControllerSettings
-    from controller.policy.registry import check_options
     from controller.service import Environment, Service, build
     from controller.settings import load, load_fleetslo_documents
 
     settings = load(ControllerSettings, merged_options(args, _RUN_KEYS), args.config or "controller settings")
-    check_options(settings.policy, settings.policy_options)  # a typo fails here, not at the first tick
     specs = load_fleetslo_documents(read_yaml_documents(args.slo), args.slo)
     gate_file = settings.gate.token_file
     env = Environment(
