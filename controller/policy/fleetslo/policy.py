@@ -131,7 +131,7 @@ class FleetSLOPolicy:
             model=model,
             forecast=forecast,
             service_time=signals.service_time(obs, state.service_time),
-            tokens_per_request=_smooth(
+            tokens_per_request=signals.smooth(
                 signals.tokens_per_request(obs), state.tokens_per_request, _MIX_SMOOTHING
             ),
             last_waiting=(now, obs.waiting) if obs.waiting is not None else state.last_waiting,
@@ -230,7 +230,7 @@ class FleetSLOPolicy:
         pressure = signals.pressure(obs, spec)
         if raw < state.capacity and pressure is not None and pressure > self.config.breach_band:
             return raw
-        return _CAPACITY_SMOOTHING * raw + (1 - _CAPACITY_SMOOTHING) * state.capacity
+        return signals.smooth(raw, state.capacity, _CAPACITY_SMOOTHING)
 
     def _capacity(
         self, state: FleetSLOState, spec: FleetSLOSpec, share: float, correction: float
@@ -395,12 +395,6 @@ class FleetSLOPolicy:
         if tpot is not None and tpot <= spec.objectives.tpot.threshold:
             sequences = max(sequences, signals.running_per_replica(obs) or 0.0)
         return min(max(math.ceil(sequences), spec.batch_limit.min), spec.batch_limit.max)
-
-
-def _smooth(sample: float | None, previous: float | None, weight: float) -> float | None:
-    if sample is None or previous is None:
-        return previous if sample is None else sample
-    return weight * sample + (1 - weight) * previous
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,10 +59,16 @@ def arrival_rate(obs: Observation, last_waiting: tuple[float, float] | None, now
 
 
 def service_time(obs: Observation, previous: float | None) -> float | None:
-    if not obs.request_rate or not obs.running:
-        return previous
-    sample = obs.running / obs.request_rate
-    return sample if previous is None else _SERVICE_SMOOTHING * sample + (1 - _SERVICE_SMOOTHING) * previous
+    sample = obs.running / obs.request_rate if obs.request_rate and obs.running else None
+    return smooth(sample, previous, _SERVICE_SMOOTHING)
+
+
+def smooth(sample: float | None, previous: float | None, weight: float) -> float | None:
+    """Exponential smoothing: ``weight`` of the new sample; the first sample as is; without a
+    sample, the previous value."""
+    if sample is None or previous is None:
+        return previous if sample is None else sample
+    return weight * sample + (1 - weight) * previous
 
 
 def tokens_per_replica(obs: Observation) -> float | None:
