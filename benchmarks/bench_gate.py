@@ -38,9 +38,8 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 import aiohttp
-
-from controller.gate.latency import StreamTimer
-from controller.gate.testing import FakeOpenAIUpstream, sse_events
+from fleetslo.sidecar.gate.latency import StreamTimer
+from fleetslo.sidecar.gate.testing import FakeOpenAIUpstream, sse_events
 
 STREAMS = int(os.environ.get("BENCH_GATE_STREAMS", "200"))
 SECONDS = float(os.environ.get("BENCH_GATE_SECONDS", "4"))
@@ -92,16 +91,16 @@ def _upstream_process(conn: Connection) -> None:
 
 
 def _gate_process(conn: Connection, upstream: str, profile: str | None) -> None:
-    from controller.exporter.app import tune_gc_for_serving
-    from controller.gate.server import Gate
-    from controller.settings import GateSettings
+    from fleetslo.sidecar.app import tune_gc_for_serving
+    from fleetslo.sidecar.gate.server import Gate
+    from fleetslo.sidecar.settings import GateServerSettings
 
     _pin(_cores()[0])
     path_times, probing = _install_path_probes()
     tune_gc_for_serving()  # as ``fleetslo exporter`` runs it
 
     async def main() -> None:
-        gate = Gate(GateSettings(listen="127.0.0.1:0", upstream=upstream, max_inflight=4 * STREAMS))
+        gate = Gate(GateServerSettings(listen="127.0.0.1:0", upstream=upstream, max_inflight=4 * STREAMS))
         await gate.start()
         conn.send(gate.port)
         await _serve_commands(conn, profile=profile, path_times=path_times, probing=probing)
@@ -117,9 +116,8 @@ def _install_path_probes() -> tuple[list[float], Callable[[bool], None]]:
     import contextvars
 
     from aiohttp import web
-
-    from controller.gate.latency import StreamTimer
-    from controller.gate.proxy import Proxy
+    from fleetslo.sidecar.gate.latency import StreamTimer
+    from fleetslo.sidecar.gate.proxy import Proxy
 
     times: list[float] = []
     marks: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVar("marks", default=None)

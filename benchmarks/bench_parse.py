@@ -12,13 +12,13 @@ import statistics
 import time
 from collections.abc import Callable
 
+from fleetslo.core.metrics.exposition import parse_vllm
+from fleetslo.sidecar.exporter.tracker import EngineTracker
+from fleetslo.sidecar.thresholds import SloThresholds
+from fleetslo.testing import grow_capture
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchmarks.pages import large_page, sample_count
-from controller.exporter.signals import SloThresholds
-from controller.exporter.tracker import EngineTracker
-from controller.metrics.exposition import parse_vllm
-from controller.testing import grow_capture
 
 WINDOWS = (30.0, 60.0, 300.0)
 SLO = SloThresholds(ttft=2.0, tpot=0.05)

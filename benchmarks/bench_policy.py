@@ -15,7 +15,7 @@ replica-hours <= 1.15 x oracle; bursty traces, no baseline at least as good on b
 replica-hours; recovery within cold start + 5 minutes after the 3x step.
 
 The oracle sees every ramp a cold start ahead; no reactive policy can. So for each smooth trace the
-benchmark also sweeps the *no-foresight* frontier (``controller.sim.oracle.no_foresight``): the
+benchmark also sweeps the *no-foresight* frontier (``fleetslo.sim.oracle.no_foresight``): the
 oracle's exact per-minute need, known as each minute ends, plus headroom — a reactive policy with
 perfect measurement and no estimation error. Its cheapest point that meets the attainment goal is
 what reacting costs on that trace; fleetslo's replica-hours are reported against it as well.
@@ -33,13 +33,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from controller.policy.oracle import OraclePolicy
-from controller.policy.registry import make_policy
-from controller.sim import oracle
-from controller.sim.compare import SimulateOptions, build_scenario, make_named_policy
-from controller.sim.profile import builtin_profile
-from controller.sim.scenario import Scenario, run_policy
-from controller.sim.traces import load_trace, rate_scale, splice_spike
+from fleetslo.policy.oracle import OraclePolicy
+from fleetslo.policy.registry import make_policy
+from fleetslo.sim import oracle
+from fleetslo.sim.compare import SimulateOptions, build_scenario, make_named_policy
+from fleetslo.sim.profile import builtin_profile
+from fleetslo.sim.scenario import Scenario, run_policy
+from fleetslo.sim.traces import load_trace, rate_scale, splice_spike
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILE = "mi325x-qwen3-235b-fp8-tp4"

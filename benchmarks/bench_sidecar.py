@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 
 import httpx
+from fleetslo.control.local.replica import free_port
+from fleetslo.testing import FakeVllmServer, replay_page
 
 from benchmarks.pages import CAPTURE, large_page
-from controller.actuators.local_replica import free_port
-from controller.testing import FakeVllmServer, replay_page
 
 INTERVAL = 5.0
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -42,7 +42,7 @@ def run(page: str, seconds: float) -> dict[str, float]:
     port = free_port()
     with FakeVllmServer(replay_page(page, 20.0)) as fake:
         cmd = [
-            sys.executable, "-m", "controller.cli", "--log-level", "error", "exporter",
+            sys.executable, "-m", "fleetslo.cli", "--log-level", "error", "exporter",
             "--vllm-url", fake.url, "--listen", f"127.0.0.1:{port}", "--interval", f"{INTERVAL}s",
             "--slo-ttft", "2s", "--slo-tpot", "50ms",
         ]  # fmt: skip

@@ -11,10 +11,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from controller.policy.baselines import StaticPolicy
-from controller.sim.profile import builtin_profile
-from controller.sim.scenario import Scenario, initial_replicas, make_spec, run_policy
-from controller.sim.traces import load_trace, rate_scale
+from fleetslo.policy.baselines import StaticPolicy
+from fleetslo.sim.profile import builtin_profile
+from fleetslo.sim.scenario import Scenario, initial_replicas, make_spec, run_policy
+from fleetslo.sim.traces import load_trace, rate_scale
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = "azure2023/AzureLLMInferenceTrace_conv.csv"

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from fleetslo.sidecar.gate.admission import Admission
+from fleetslo.sidecar.gate.collector import GateCollector
+from fleetslo.sidecar.gate.stats import GateStats
 from prometheus_client import CollectorRegistry, generate_latest
-
-from controller.gate.admission import Admission
-from controller.gate.collector import GateCollector
-from controller.gate.stats import GateStats
 
 
 class QueuedAdmission(Admission):

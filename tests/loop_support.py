@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.settings import FleetSLO, load
+from fleetslo.core.config import load
+from fleetslo.core.spec import FleetSLO
 
 
 def make_slo(

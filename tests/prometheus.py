@@ -12,9 +12,9 @@ from types import TracebackType
 from typing import Any
 
 import httpx
+from fleetslo.control.local.replica import free_port
+from fleetslo.sim.demo.prometheus import PrometheusProcess
 
-from controller.actuators.local_replica import free_port
-from controller.demo.prometheus import PrometheusProcess
 from tests.support import require_tool
 
 __all__ = ["PrometheusServer", "free_port"]
@@ -22,7 +22,7 @@ __all__ = ["PrometheusServer", "free_port"]
 
 class PrometheusServer:
     """``with PrometheusServer(tmp_path, scrape_targets) as prom: prom.query(...)``, on the product's
-    own launcher (``controller.demo.prometheus.PrometheusProcess``)."""
+    own launcher (``fleetslo.sim.demo.prometheus.PrometheusProcess``)."""
 
     def __init__(
         self,

@@ -11,13 +11,14 @@ import typing
 from pathlib import Path
 from typing import Any
 
+import fleetslo
 import pytest
 import yaml
+from fleetslo.control.settings import ControllerSettings
+from fleetslo.core.config import load
+from fleetslo.core.spec import FleetSLO, load_fleetslo_documents
 from pydantic import BaseModel
 
-import controller
-from controller.controller_settings import ControllerSettings
-from controller.settings import FleetSLO, load, load_fleetslo_documents
 from tests.helm.chart import CHART, VALUES, find, one, render, values_file
 from tests.support import ROOT
 
@@ -146,7 +147,7 @@ def test_dashboards_embed_the_generated_json() -> None:
 
 def test_chart_app_version_is_the_package_version() -> None:
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text(encoding="utf-8"))
-    assert chart["appVersion"] == controller.__version__
+    assert chart["appVersion"] == fleetslo.__version__
 
 
 # --------------------------------------------------------------------------------------------

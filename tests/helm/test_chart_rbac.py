@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 import yaml
+from fleetslo.control.kube import rollout
+from fleetslo.control.kube.events import KubeEventRecorder
+from fleetslo.control.kube.lease import KubeLeaseLock, LeaseRecord
+from fleetslo.control.kube.pods import KubePodDirectory, KubePodMarker
+from fleetslo.control.kube.workloads import KINDS, Workloads
+from fleetslo.core.spec import Mode, Target, TargetKind, load_fleetslo_documents
+from fleetslo.testing import FakeClock
 
-from controller.kube import rollout
-from controller.kube.events import KubeEventRecorder
-from controller.kube.lease import KubeLeaseLock, LeaseRecord
-from controller.kube.pods import KubePodDirectory, KubePodMarker
-from controller.kube.workloads import KINDS, Workloads
-from controller.settings import Mode, Target, TargetKind, load_fleetslo_documents
-from controller.testing import FakeClock
 from tests.adapters.kube.kapi import running_api
 from tests.helm.chart import NAMESPACE, VALUES, find, one, render
 

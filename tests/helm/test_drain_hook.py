@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 from aiohttp import web
+from fleetslo.sidecar.gate.testing import FakeOpenAIUpstream
 from prometheus_client import CollectorRegistry, generate_latest
 
-from controller.gate.testing import FakeOpenAIUpstream
 from tests.adapters.gate.harness import TOKEN, Rig, chat, running
 from tests.helm.chart import CHART
 

@@ -106,7 +106,7 @@ def run_demo(
     command = [
         sys.executable,
         "-m",
-        "controller.cli",
+        "fleetslo.cli",
         "demo",
         "--duration",
         DURATION,

@@ -7,16 +7,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from controller.actuators.gate import GateActuator
-from controller.actuators.local import LocalFleet
-from controller.actuators.local_replica import ReplicaRecipe
-from controller.demo.scenario import fleet_slo
-from controller.model import ReplicaCounts
-from controller.sim.profile import builtin_profile
-from controller.sim.scenario import make_spec
-from controller.simserver.clock import SpeedClock
-from controller.sources.direct import DirectSource
+from fleetslo.control.actuators.gate import GateActuator
+from fleetslo.control.local.fleet import LocalFleet
+from fleetslo.control.local.replica import ReplicaRecipe
+from fleetslo.control.sources.direct import DirectSource
+from fleetslo.core.model import ReplicaCounts
+from fleetslo.sim.demo.scenario import fleet_slo
+from fleetslo.sim.profile import builtin_profile
+from fleetslo.sim.scenario import make_spec
+from fleetslo.sim.server.clock import SpeedClock
 
 pytestmark = pytest.mark.integration
 

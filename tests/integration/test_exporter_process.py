@@ -10,8 +10,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fleetslo.testing import FakeVllmServer, replay_page
 
-from controller.testing import FakeVllmServer, replay_page
 from tests.prometheus import free_port
 from tests.support import AFTER_LOAD, capture
 
@@ -36,7 +36,7 @@ def test_the_exporter_process_serves_signals_and_stops_cleanly_on_sigterm(tmp_pa
     log = tmp_path / "exporter.log"
     with FakeVllmServer(replay_page(capture(AFTER_LOAD), 20.0)) as fake, log.open("w") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-m", "controller.cli", "exporter", "--vllm-url", fake.url,
+            [sys.executable, "-m", "fleetslo.cli", "exporter", "--vllm-url", fake.url,
              "--listen", f"127.0.0.1:{port}", "--interval", "200ms", "--windows", "1s", "--slo-ttft", "2s"],
             stderr=stderr,
         )  # fmt: skip

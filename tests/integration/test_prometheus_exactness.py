@@ -13,11 +13,11 @@ import random
 from pathlib import Path
 
 import pytest
+from fleetslo.core import conventions as cv
+from fleetslo.core.histogram import INF, BucketHistogram, delta, quantile
+from fleetslo.core.metrics.exposition import parse_vllm
+from fleetslo.testing import FakeVllmServer, grow_capture
 
-from controller import conventions as cv
-from controller.metrics.exposition import parse_vllm
-from controller.metrics.histogram import INF, BucketHistogram, delta, quantile
-from controller.testing import FakeVllmServer, grow_capture
 from tests.prometheus import PrometheusServer
 from tests.support import AFTER_LOAD, UNDER_LOAD, capture
 

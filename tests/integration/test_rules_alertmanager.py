@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx
 import pytest
+from fleetslo.core import conventions as cv
 
-from controller import conventions as cv
 from tests.prometheus import free_port
 from tests.support import ROOT, require_tool
 

@@ -3,7 +3,7 @@
 Fleet: four fake vLLM servers replaying real captures as growing traffic (two models; one server
 serves escaped ``vllm_`` names that the scrape config's ``metric_relabel_configs`` turns back into
 ``vllm:``, one serves them to a job without that rule, so both stored forms coexist), a sidecar
-per server (``controller.exporter.app.Sidecar``, in process) with fake GPUs and an idle admission
+per server (``fleetslo.sidecar.app.Sidecar``, in process) with fake GPUs and an idle admission
 gate's collector, the controller's real ``ControllerMetrics`` fed by played ticks, and Prometheus
 with the rules generated for the served models plus the committed example rules.
 
@@ -29,23 +29,24 @@ from typing import Any
 
 import aiohttp
 import pytest
+from fleetslo.control.instruments import ControllerMetrics
+from fleetslo.core import conventions as cv
+from fleetslo.core.model import GpuSample
+from fleetslo.core.spec import FleetSLO
+from fleetslo.generate.alerts.build import HEALTH_FILE, RULES_SUFFIX, generate
+from fleetslo.sidecar.app import Sidecar
+from fleetslo.sidecar.gate.admission import Admission
+from fleetslo.sidecar.gate.collector import GateCollector
+from fleetslo.sidecar.gate.stats import GateStats
+from fleetslo.sidecar.gpu.collector import GpuCollector
+from fleetslo.sidecar.gpu.reader import Backend
+from fleetslo.sidecar.gpu.sampler import GpuSampler
+from fleetslo.sidecar.gpu.telemetry import tokens_from_signals
+from fleetslo.sidecar.gpu.testing import FakeGpuReader
+from fleetslo.sidecar.settings import ExporterSettings
+from fleetslo.testing import FakeVllmServer, replay_page
 from prometheus_client import start_http_server
 
-from alerts.build import HEALTH_FILE, RULES_SUFFIX, generate
-from controller import conventions as cv
-from controller.controller_metrics import ControllerMetrics
-from controller.exporter.app import Sidecar
-from controller.gate.admission import Admission
-from controller.gate.collector import GateCollector
-from controller.gate.stats import GateStats
-from controller.gpu.collector import GpuCollector
-from controller.gpu.reader import Backend
-from controller.gpu.sampler import GpuSampler
-from controller.gpu.telemetry import tokens_from_signals
-from controller.gpu.testing import FakeGpuReader
-from controller.model import GpuSample
-from controller.settings import ExporterSettings, FleetSLO
-from controller.testing import FakeVllmServer, replay_page
 from tests.prometheus import PrometheusServer
 from tests.support import AFTER_LOAD, ROOT, UNDER_LOAD, capture
 from tests.unit.alerts.promtool_support import spec_document
@@ -103,7 +104,7 @@ SERVERS = [
 
 def specs() -> list[FleetSLO]:
     """tiny-llama: thresholds on bucket edges; qwen-mini: 2 s TTFT, counted at 1.0 (fallback)."""
-    from controller.settings import load_fleetslo_documents
+    from fleetslo.core.spec import load_fleetslo_documents
 
     tiny = spec_document(ttft={"threshold": SLO_TTFT}, tpot={"threshold": SLO_TPOT})
     tiny["metadata"]["name"], tiny["spec"]["target"]["model_name"] = "tiny", "tiny-llama"

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import httpx
 import pytest
+from fleetslo.core import conventions as cv
+from fleetslo.core.metrics.exposition import parse_vllm
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller import conventions as cv
-from controller.metrics.exposition import parse_vllm
 from tests.prometheus import PrometheusServer, free_port
 
 pytestmark = pytest.mark.integration
@@ -62,7 +62,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             [
                 sys.executable,
                 "-m",
-                "controller.cli",
+                "fleetslo.cli",
                 "sim-server",
                 "--profile",
                 "mi300x-llama3.1-8b-fp8-tp1",

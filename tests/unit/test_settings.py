@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from controller.errors import ConfigError
-from controller.settings import ExporterSettings, FleetSLO, load, load_fleetslo_documents, parse_duration
+from fleetslo.core.config import load, parse_duration
+from fleetslo.core.errors import ConfigError
+from fleetslo.core.spec import FleetSLO, load_fleetslo_documents
+from fleetslo.sidecar.settings import ExporterSettings
 
 SPEC: dict[str, Any] = {
     "apiVersion": "fleetslo/v1",

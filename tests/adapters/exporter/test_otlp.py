@@ -7,19 +7,19 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from fleetslo.core import conventions as cv
+from fleetslo.core.metrics.exposition import parse_vllm
+from fleetslo.core.model import GpuSample
+from fleetslo.sidecar.exporter.collector import EngineCollector
+from fleetslo.sidecar.exporter.otlp import OtlpBridge, metrics_url
+from fleetslo.sidecar.exporter.tracker import EngineTracker
+from fleetslo.sidecar.gpu.collector import FAMILIES, GpuCollector
+from fleetslo.sidecar.gpu.reader import Backend
+from fleetslo.sidecar.gpu.sampler import GpuReport
+from fleetslo.sidecar.thresholds import SloThresholds
+from fleetslo.testing import FakeClock, grow_capture
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 
-from controller import conventions as cv
-from controller.exporter.collector import EngineCollector
-from controller.exporter.otlp import OtlpBridge, metrics_url
-from controller.exporter.signals import SloThresholds
-from controller.exporter.tracker import EngineTracker
-from controller.gpu.collector import FAMILIES, GpuCollector
-from controller.gpu.reader import Backend
-from controller.gpu.sampler import GpuReport
-from controller.metrics.exposition import parse_vllm
-from controller.model import GpuSample
-from controller.testing import FakeClock, grow_capture
 from tests.support import AFTER_LOAD, capture
 
 

@@ -12,12 +12,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import aiohttp
+from fleetslo.core import conventions as cv
+from fleetslo.sidecar.app import Sidecar
+from fleetslo.sidecar.settings import ExporterSettings
+from fleetslo.testing import FakeClock, FakeVllmServer, grow_capture
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller import conventions as cv
-from controller.exporter.app import Sidecar
-from controller.settings import ExporterSettings
-from controller.testing import FakeClock, FakeVllmServer, grow_capture
 from tests.support import AFTER_LOAD, capture, require_tool
 
 TEXT = capture(AFTER_LOAD)

@@ -9,11 +9,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
-
-from controller.exporter.signals import SloThresholds
-from controller.gate.server import Gate
-from controller.gate.testing import FakeOpenAIUpstream
-from controller.settings import GateSettings
+from fleetslo.sidecar.gate.server import Gate
+from fleetslo.sidecar.gate.testing import FakeOpenAIUpstream
+from fleetslo.sidecar.settings import GateServerSettings
+from fleetslo.sidecar.thresholds import SloThresholds
 
 TOKEN = "s3cret-token"
 SLO = SloThresholds(ttft=0.5, tpot=0.05)
@@ -52,7 +51,7 @@ async def running(
 ) -> AsyncIterator[Rig]:
     fake = upstream or FakeOpenAIUpstream()
     await fake.start()
-    settings = GateSettings(
+    settings = GateServerSettings(
         listen="127.0.0.1:0", upstream=fake.url, admin_listen="127.0.0.1:0", admin_token=token, **options
     )
     gate = Gate(settings, SLO)

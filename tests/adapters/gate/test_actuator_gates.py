@@ -10,13 +10,14 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import aiohttp
+from fleetslo.control.actuators.gate import GateActuator
+from fleetslo.control.ports import PodEndpoint
+from fleetslo.core.spec import Target
+from fleetslo.sidecar.gate.server import Gate
+from fleetslo.sidecar.gate.testing import FakeOpenAIUpstream
+from fleetslo.sidecar.settings import GateServerSettings
+from fleetslo.testing import FakePodDirectory
 
-from controller.actuators.base import PodEndpoint
-from controller.actuators.gate import GateActuator
-from controller.gate.server import Gate
-from controller.gate.testing import FakeOpenAIUpstream
-from controller.settings import GateSettings, Target
-from controller.testing import FakePodDirectory
 from tests.adapters.gate.harness import TOKEN, chat
 
 T = TypeVar("T")
@@ -38,7 +39,7 @@ class Fleet:
     async def start(self) -> None:
         await self.upstream.start()
         for _ in range(3):
-            settings = GateSettings(listen="127.0.0.1:0", upstream=self.upstream.url, max_inflight=8,
+            settings = GateServerSettings(listen="127.0.0.1:0", upstream=self.upstream.url, max_inflight=8,
                                     admin_listen="127.0.0.1:0", admin_token=TOKEN)  # fmt: skip
             gate = Gate(settings)
             await gate.start()

@@ -7,8 +7,8 @@ import json
 import logging
 
 import pytest
+from fleetslo.sidecar.gate.testing import FakeOpenAIUpstream
 
-from controller.gate.testing import FakeOpenAIUpstream
 from tests.adapters.gate.harness import TOKEN, chat, running
 
 pytestmark = pytest.mark.asyncio

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import subprocess
 
+from fleetslo.sidecar.gate.admission import Admission
+from fleetslo.sidecar.gate.collector import GateCollector
+from fleetslo.sidecar.gate.stats import GateStats
 from prometheus_client import generate_latest
 from prometheus_client.registry import CollectorRegistry
 
-from controller.gate.admission import Admission
-from controller.gate.collector import GateCollector
-from controller.gate.stats import GateStats
 from tests.support import require_tool
 
 

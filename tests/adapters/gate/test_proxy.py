@@ -13,9 +13,9 @@ import json
 
 import aiohttp
 import pytest
+from fleetslo.sidecar.gate.testing import FakeOpenAIUpstream
 from yarl import URL
 
-from controller.gate.testing import FakeOpenAIUpstream
 from tests.adapters.gate.harness import chat, completion, running
 
 pytestmark = pytest.mark.asyncio

@@ -17,15 +17,15 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from fleetslo.control.local.replica import free_port
+from fleetslo.core import conventions as cv
+from fleetslo.sidecar.app import Sidecar
+from fleetslo.sidecar.gate.server import Gate
+from fleetslo.sidecar.gate.testing import FakeOpenAIUpstream
+from fleetslo.sidecar.settings import ExporterSettings, GateServerSettings
+from fleetslo.testing import FakeClock, FakeVllmServer, grow_capture
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller import conventions as cv
-from controller.actuators.local_replica import free_port
-from controller.exporter.app import Sidecar
-from controller.gate.server import Gate
-from controller.gate.testing import FakeOpenAIUpstream
-from controller.settings import ExporterSettings, GateSettings
-from controller.testing import FakeClock, FakeVllmServer, grow_capture
 from tests.adapters.gate.harness import SLO, chat
 from tests.support import AFTER_LOAD, ROOT, capture
 
@@ -55,7 +55,7 @@ async def test_the_sidecar_publishes_gate_families_and_prefers_exact_latency() -
     with FakeVllmServer(TEXT) as vllm:
         settings = settings.model_copy(update={"vllm_url": vllm.url})
         sidecar = Sidecar(settings, clock=clock)
-        gate = Gate(GateSettings(listen="127.0.0.1:0", upstream=fake.url), SLO, settings.ring_size)
+        gate = Gate(GateServerSettings(listen="127.0.0.1:0", upstream=fake.url), SLO, settings.ring_size)
         sidecar.add_collector(gate.collector)
         sidecar.prefer_latency_from(gate.windows)
         sidecar.add_readiness_check(gate.not_ready)
@@ -122,7 +122,7 @@ async def test_fleetslo_exporter_with_gate_flags_serves_through_the_gate_and_the
     token_file.write_text("tok-123\n")
     listen, gate_port, admin_port = free_port(), free_port(), free_port()
     args = [
-        sys.executable, "-m", "controller.cli", "exporter", "--vllm-url", fake.url,
+        sys.executable, "-m", "fleetslo.cli", "exporter", "--vllm-url", fake.url,
         "--listen", f"127.0.0.1:{listen}", "--gate-listen", f"127.0.0.1:{gate_port}",
         "--gate-admin-listen", f"127.0.0.1:{admin_port}", "--admin-token-file", str(token_file),
         "--gate-max-inflight", "4",

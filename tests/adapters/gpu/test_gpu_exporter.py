@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from fleetslo.control.local.replica import free_port
+from fleetslo.core import conventions as cv
+from fleetslo.sidecar.app import serve
+from fleetslo.sidecar.gpu.settings import GpuSettings
+from fleetslo.sidecar.settings import ExporterSettings
+from fleetslo.testing import FakeVllmServer, replay_page
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller import conventions as cv
-from controller.actuators.local_replica import free_port
-from controller.exporter.app import serve
-from controller.gpu.settings import GpuSettings
-from controller.settings import ExporterSettings
-from controller.testing import FakeVllmServer, replay_page
 from tests.adapters.exporter.test_otlp import Receiver
 from tests.support import AFTER_LOAD, capture, require_tool
 from tests.unit.gpu.gpu_fakes import build_sysfs, mi300x

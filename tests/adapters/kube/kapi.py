@@ -28,10 +28,9 @@ from typing import Any
 
 import attrs
 import kmock
+from fleetslo.control.kube.client import client_for
 from kmock._internal import enums, rendering
 from kubernetes import client
-
-from controller.kube.client import client_for
 
 # One access-log line per API call would drown the controller's own log in test output.
 logging.getLogger("aiohttp.access").setLevel(logging.WARNING)

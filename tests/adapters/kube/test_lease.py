@@ -11,17 +11,17 @@ import threading
 import time
 
 import pytest
+from fleetslo.control.actuators.fleet import FleetActuator
+from fleetslo.control.audit import Auditor
+from fleetslo.control.instruments import ControllerMetrics
+from fleetslo.control.kube.lease import KubeLeaseLock, LeaseRecord
+from fleetslo.control.leader import LeaderElector
+from fleetslo.control.loop import Binding, Controller, Outcome
+from fleetslo.core.errors import Conflict
+from fleetslo.core.model import Decision, Observation, Reason
+from fleetslo.core.spec import FleetSLOSpec
+from fleetslo.testing import FakeClock, FakeReplicaActuator, FakeSource
 
-from controller.actuators.fleet import FleetActuator
-from controller.audit import Auditor
-from controller.controller_metrics import ControllerMetrics
-from controller.errors import Conflict
-from controller.kube.lease import KubeLeaseLock, LeaseRecord
-from controller.leader import LeaderElector
-from controller.loop import Binding, Controller, Outcome
-from controller.model import Decision, Observation, Reason
-from controller.settings import FleetSLOSpec
-from controller.testing import FakeClock, FakeReplicaActuator, FakeSource
 from tests.adapters.kube.kapi import KubeApi
 from tests.loop_support import make_slo
 

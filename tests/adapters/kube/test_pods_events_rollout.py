@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from fleetslo.control.actuators.engine_args import EngineArgsActuator
+from fleetslo.control.kube.events import KubeEventRecorder
+from fleetslo.control.kube.pods import DELETION_COST, KubePodDirectory, KubePodMarker
+from fleetslo.control.kube.workloads import Workloads
+from fleetslo.control.ports import PodEndpoint
+from fleetslo.core.spec import Target, TargetKind
+from fleetslo.testing import FakeClock
 
-from controller.actuators.base import PodEndpoint
-from controller.actuators.engine_args import EngineArgsActuator
-from controller.kube.events import KubeEventRecorder
-from controller.kube.pods import DELETION_COST, KubePodDirectory, KubePodMarker
-from controller.kube.workloads import Workloads
-from controller.settings import Target, TargetKind
-from controller.testing import FakeClock
 from tests.adapters.kube.kapi import KubeApi
 
 DEPLOYMENT = Target(namespace="infer", name="qwen", model_name="qwen")

@@ -64,7 +64,7 @@ def test_fleetslo_run_scales_serves_and_shuts_down_cleanly(kapi: KubeApi, tmp_pa
         "status": {"replicas": 1, "readyReplicas": 1},
     })  # fmt: skip
     port = free_port()
-    args = [sys.executable, "-m", "controller.cli", "run", *write_files(tmp_path, kapi.url, port)]
+    args = [sys.executable, "-m", "fleetslo.cli", "run", *write_files(tmp_path, kapi.url, port)]
     process = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import time
 
-from controller.controller_settings import ControllerSettings
-from controller.loop import Outcome
-from controller.service import Environment, build
-from controller.settings import load
+from fleetslo.control.loop import Outcome
+from fleetslo.control.service import Environment, build
+from fleetslo.control.settings import ControllerSettings
+from fleetslo.core.config import load
+
 from tests.adapters.kube.kapi import KubeApi
 from tests.loop_support import make_slo
 from tests.prometheus import free_port

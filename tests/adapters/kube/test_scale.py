@@ -6,12 +6,12 @@ from typing import Any
 
 import kmock
 import pytest
+from fleetslo.control.actuators.kubernetes import KubeReplicaActuator
+from fleetslo.control.kube.workloads import Workloads
+from fleetslo.core.errors import ApiUnavailable, Conflict, Forbidden, Invalid, NotFound, RateLimited
+from fleetslo.core.model import ReplicaCounts
+from fleetslo.core.spec import Target, TargetKind
 
-from controller.actuators.kubernetes import KubeReplicaActuator
-from controller.errors import ApiUnavailable, Conflict, Forbidden, Invalid, NotFound, RateLimited
-from controller.kube.workloads import Workloads
-from controller.model import ReplicaCounts
-from controller.settings import Target, TargetKind
 from tests.adapters.kube.kapi import KubeApi
 
 RESOURCES = {
@@ -95,7 +95,8 @@ def test_retry_after_is_kept_for_the_back_off(kapi: KubeApi) -> None:
 
 
 def test_an_api_server_that_is_gone_is_transient() -> None:
-    from controller.kube.client import client_for
+    from fleetslo.control.kube.client import client_for
+
     from tests.prometheus import free_port
 
     api = client_for(f"http://127.0.0.1:{free_port()}")

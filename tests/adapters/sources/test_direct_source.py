@@ -1,6 +1,6 @@
 """The direct source scraping real fleetslo sidecars in front of live-looking vLLM pages.
 
-Each "pod" is a real sidecar (``controller.exporter.app``) on its own loopback address (127.0.0.N,
+Each "pod" is a real sidecar (``fleetslo.sidecar.app``) on its own loopback address (127.0.0.N,
 one port for all, as pods share a container port) in front of a fake vLLM replaying a real
 capture. A pod whose vLLM goes down stops reporting; it never counts as idle.
 """
@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from fleetslo.control.ports import PodEndpoint
+from fleetslo.control.sources.direct import DirectSource, mean_gauge
+from fleetslo.core.model import Observation, ReplicaCounts
+from fleetslo.sidecar.app import serve
+from fleetslo.sidecar.settings import ExporterSettings
+from fleetslo.testing import FakePodDirectory, FakeVllmServer, replay_page
 
-from controller.actuators.base import PodEndpoint
-from controller.exporter.app import serve
-from controller.model import Observation, ReplicaCounts
-from controller.settings import ExporterSettings
-from controller.sources.direct import DirectSource, mean_gauge
-from controller.testing import FakePodDirectory, FakeVllmServer, replay_page
 from tests.loop_support import make_slo
 from tests.support import AFTER_LOAD, capture
 

@@ -16,16 +16,16 @@ from dataclasses import dataclass
 
 import aiohttp
 import pytest
+from fleetslo.control.ports import PodEndpoint
+from fleetslo.control.sources.direct import DirectSource
+from fleetslo.core.model import Observation, ReplicaCounts
+from fleetslo.sidecar.app import Sidecar
+from fleetslo.sidecar.gate.server import Gate
+from fleetslo.sidecar.gate.testing import FakeOpenAIUpstream
+from fleetslo.sidecar.settings import ExporterSettings, GateServerSettings
+from fleetslo.sidecar.thresholds import SloThresholds
+from fleetslo.testing import FakePodDirectory, FakeVllmServer
 
-from controller.actuators.base import PodEndpoint
-from controller.exporter.app import Sidecar
-from controller.exporter.signals import SloThresholds
-from controller.gate.server import Gate
-from controller.gate.testing import FakeOpenAIUpstream
-from controller.model import Observation, ReplicaCounts
-from controller.settings import ExporterSettings, GateSettings
-from controller.sources.direct import DirectSource
-from controller.testing import FakePodDirectory, FakeVllmServer
 from tests.gate_support import vllm_page
 from tests.loop_support import make_slo
 
@@ -59,7 +59,7 @@ async def gated_pod() -> AsyncIterator[Pod]:
     with FakeVllmServer(vllm_page(5, waiting=0)) as vllm:
         settings = ExporterSettings(vllm_url=vllm.url, listen="127.0.0.1:0", interval=0.25, windows=[5.0])
         sidecar = Sidecar(settings)
-        gate = Gate(GateSettings(listen="127.0.0.1:0", upstream=upstream.url, max_inflight=1),
+        gate = Gate(GateServerSettings(listen="127.0.0.1:0", upstream=upstream.url, max_inflight=1),
                     SloThresholds(ttft=0.5, tpot=0.05), settings.ring_size)  # fmt: skip
         sidecar.add_collector(gate.collector)
         await gate.start()

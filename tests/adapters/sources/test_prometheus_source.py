@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fleetslo.control.sources.prometheus import PrometheusClient, PrometheusSource
+from fleetslo.core.errors import SourceUnavailable
+from fleetslo.core.model import Observation, ReplicaCounts
+from fleetslo.core.spec import FleetSLO
+from fleetslo.testing import FakeVllmServer, replay_page
 
-from controller.errors import SourceUnavailable
-from controller.model import Observation, ReplicaCounts
-from controller.settings import FleetSLO
-from controller.sources.prometheus import PrometheusClient, PrometheusSource
-from controller.testing import FakeVllmServer, replay_page
 from tests.loop_support import make_slo
 from tests.prometheus import PrometheusServer, free_port
 from tests.support import AFTER_LOAD, capture

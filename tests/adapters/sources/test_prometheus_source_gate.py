@@ -14,12 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fleetslo.control.sources.prometheus import PrometheusClient, PrometheusSource
+from fleetslo.core import conventions as cv
+from fleetslo.core.model import Observation, ReplicaCounts
+from fleetslo.core.spec import FleetSLO
+from fleetslo.testing import FakeVllmServer
 
-from controller import conventions as cv
-from controller.model import Observation, ReplicaCounts
-from controller.settings import FleetSLO
-from controller.sources.prometheus import PrometheusClient, PrometheusSource
-from controller.testing import FakeVllmServer
 from tests.gate_support import gate_page, vllm_page
 from tests.loop_support import make_slo
 from tests.prometheus import PrometheusServer

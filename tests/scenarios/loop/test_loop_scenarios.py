@@ -13,16 +13,16 @@ import math
 from collections.abc import Callable
 
 import pytest
+from fleetslo.control.audit import Auditor
+from fleetslo.control.instruments import ControllerMetrics
+from fleetslo.control.loop import Binding, Controller, Outcome
+from fleetslo.control.service import Actuators, make_fleet
+from fleetslo.core.errors import ApiUnavailable, BadQuery, Forbidden, RateLimited, SourceUnavailable
+from fleetslo.core.model import Observation, ReplicaCounts
+from fleetslo.core.spec import FleetSLO
+from fleetslo.policy.registry import make_policy
+from fleetslo.testing import FakeEventSink, FakeReplicaActuator, FakeSource
 
-from controller.audit import Auditor
-from controller.controller_metrics import ControllerMetrics
-from controller.errors import ApiUnavailable, BadQuery, Forbidden, RateLimited, SourceUnavailable
-from controller.loop import Binding, Controller, Outcome
-from controller.model import Observation, ReplicaCounts
-from controller.policy.registry import make_policy
-from controller.service import Actuators, make_fleet
-from controller.settings import FleetSLO
-from controller.testing import FakeEventSink, FakeReplicaActuator, FakeSource
 from tests.loop_support import make_slo
 
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from controller.model import Decision, Observation, Quantiles
-from controller.policy.fleetslo import FleetSLOPolicy, FleetSLOState
-from controller.settings import FleetSLOSpec
-from controller.sim.profile import builtin_profile
-from controller.sim.scenario import Scenario, make_spec, run_policy
-from controller.sim.traces.synthetic import diurnal, fixed_tokens, poisson, step_spike
-from controller.sim.workload import Trace
+from fleetslo.core.model import Decision, Observation, Quantiles
+from fleetslo.core.spec import FleetSLOSpec
+from fleetslo.policy.fleetslo import FleetSLOPolicy, FleetSLOState
+from fleetslo.sim.profile import builtin_profile
+from fleetslo.sim.scenario import Scenario, make_spec, run_policy
+from fleetslo.sim.traces.synthetic import diurnal, fixed_tokens, poisson, step_spike
+from fleetslo.sim.workload import Trace
 
 PROFILE = builtin_profile("mi300x-llama3.1-8b-fp8-tp1")
 TOKENS = fixed_tokens(1000, 200)

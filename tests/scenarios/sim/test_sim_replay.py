@@ -7,13 +7,13 @@ import math
 from dataclasses import replace
 
 import pytest
+from fleetslo.policy.baselines import StaticPolicy
+from fleetslo.policy.oracle import OraclePolicy
+from fleetslo.sim import oracle
+from fleetslo.sim.scenario import Scenario, initial_replicas, run_policy
+from fleetslo.sim.traces import fixed_tokens, lognormal_tokens, poisson, step_spike, window
+from fleetslo.sim.workload import Request, Trace
 
-from controller.policy.baselines import StaticPolicy
-from controller.policy.oracle import OraclePolicy
-from controller.sim import oracle
-from controller.sim.scenario import Scenario, initial_replicas, run_policy
-from controller.sim.traces import fixed_tokens, lognormal_tokens, poisson, step_spike, window
-from controller.sim.workload import Request, Trace
 from tests.unit.sim.sim_support import ScriptedPolicy, spec_for, tiny_profile
 
 RESULT_KEYS = {

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from fleetslo.core.spec import FleetSLO, load_fleetslo_documents
+from fleetslo.generate.alerts.build import HEALTH_FILE, RULES_SUFFIX, generate
+from fleetslo.generate.alerts.rules import Alert
 
-from alerts.build import HEALTH_FILE, RULES_SUFFIX, generate
-from alerts.rules import Alert
-from controller.settings import FleetSLO, load_fleetslo_documents
 from tests.support import require_tool
 
 MODEL = "m"

@@ -7,10 +7,10 @@ import subprocess
 
 import pytest
 import yaml
+from fleetslo.core import conventions as cv
+from fleetslo.generate.alerts.build import ALERTMANAGER_FILE
+from fleetslo.generate.alerts.routing import RECEIVER_DEFAULT, RECEIVER_PAGE, RECEIVER_TICKET
 
-from alerts.build import ALERTMANAGER_FILE
-from alerts.routing import RECEIVER_DEFAULT, RECEIVER_PAGE, RECEIVER_TICKET
-from controller import conventions as cv
 from tests.support import ROOT, require_tool
 
 pytestmark = pytest.mark.integration

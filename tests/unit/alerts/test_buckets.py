@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from fleetslo.core.config import load
+from fleetslo.core.errors import ConfigError
+from fleetslo.core.spec import Objective, Objectives
+from fleetslo.generate.alerts import buckets
+from fleetslo.generate.alerts.spec import target_spec
 
-from alerts import buckets
-from alerts.spec import target_spec
-from controller.errors import ConfigError
-from controller.settings import Objective, Objectives, load
 from tests.unit.alerts.promtool_support import spec
 
 

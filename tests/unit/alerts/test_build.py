@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fleetslo.cli import main, read_yaml_documents
+from fleetslo.core import conventions as cv
+from fleetslo.core.errors import ConfigError
+from fleetslo.core.spec import load_fleetslo_documents
+from fleetslo.generate.alerts.build import ALERTMANAGER_FILE, HEALTH_FILE, generate
+from fleetslo.generate.alerts.health_rules import health_group
+from fleetslo.generate.alerts.spec import target_spec
+from fleetslo.generate.alerts.target_rules import target_group
 
-from alerts.build import ALERTMANAGER_FILE, HEALTH_FILE, generate
-from alerts.health_rules import health_group
-from alerts.spec import target_spec
-from alerts.target_rules import target_group
-from controller import conventions as cv
-from controller.cli import main, read_yaml_documents
-from controller.errors import ConfigError
-from controller.settings import load_fleetslo_documents
 from tests.support import ROOT
 from tests.unit.alerts import test_promtool_burn, test_promtool_health
 from tests.unit.alerts.promtool_support import spec, spec_document

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fleetslo.core import conventions as cv
+from fleetslo.generate.alerts.rules import Alert
+from fleetslo.generate.alerts.spec import target_spec
+from fleetslo.generate.alerts.target_rules import target_group
 
-from alerts.rules import Alert
-from alerts.spec import target_spec
-from alerts.target_rules import target_group
-from controller import conventions as cv
 from tests.unit.alerts.promtool_support import MODEL, expected, run_promtool, spec, write_rules
 
 pytestmark = pytest.mark.integration

@@ -5,10 +5,8 @@ sustainable burn (the property the p90 trap breaks)."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
-from alerts.windows import (
+from fleetslo.core import conventions as cv
+from fleetslo.generate.alerts.windows import (
     DAY,
     HOUR,
     WORKBOOK_TIERS,
@@ -19,7 +17,8 @@ from alerts.windows import (
     reach_cap,
     resolve,
 )
-from controller import conventions as cv
+from hypothesis import given
+from hypothesis import strategies as st
 
 
 @pytest.mark.parametrize(("period_days", "factors"), [(30, [14.4, 6, 3, 1]), (28, [13.44, 5.6, 2.8, 0.9333])])

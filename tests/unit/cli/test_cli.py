@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from controller import __version__
-from controller.cli import main
+from fleetslo import __version__
+from fleetslo.cli import main
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from alerts.health_rules import health_group
-from alerts.rules import Group
-from alerts.spec import target_spec
-from alerts.target_rules import target_group
-from controller import conventions as cv
-from controller.settings import FleetSLO
-from dashboards.build import dashboards
+from fleetslo.core import conventions as cv
+from fleetslo.core.spec import FleetSLO
+from fleetslo.generate.alerts.health_rules import health_group
+from fleetslo.generate.alerts.rules import Group
+from fleetslo.generate.alerts.spec import target_spec
+from fleetslo.generate.alerts.target_rules import target_group
+from fleetslo.generate.dashboards.build import dashboards
 
 NAME = re.compile(r"(?<![\w:$])(?:ray_vllm:|vllm:|vllm_|fleetslo_|fleetslo:)[A-Za-z0-9_:]*[A-Za-z0-9_]")
 SUFFIXES = ("_bucket", "_count", "_sum", "_total", "_info")

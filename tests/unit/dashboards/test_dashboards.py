@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 import yaml
+from fleetslo.cli import main
+from fleetslo.generate.dashboards.build import dashboards, generate
+from fleetslo.generate.dashboards.grafana11 import SCHEMA_VERSION, datasource_refs
 
-from controller.cli import main
-from dashboards.build import dashboards, generate
-from dashboards.grafana11 import SCHEMA_VERSION, datasource_refs
 from tests.support import ROOT, require_tool
 from tests.unit.dashboards.catalog import _panels, dashboard_queries, variable_selectors
 

@@ -5,8 +5,9 @@ checks the same names against what live exporters produce."""
 
 from __future__ import annotations
 
-from controller import conventions as cv
-from controller.metrics.exposition import parse_vllm
+from fleetslo.core import conventions as cv
+from fleetslo.core.metrics.exposition import parse_vllm
+
 from tests.support import AFTER_LOAD, UNDER_LOAD, capture
 from tests.unit.alerts.promtool_support import spec
 from tests.unit.dashboards.catalog import (

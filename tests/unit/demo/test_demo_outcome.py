@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+from fleetslo.core.model import ReplicaCounts
+from fleetslo.sim.demo import outcome, view
+from fleetslo.sim.demo.scenario import DemoOptions
+from fleetslo.sim.records import SimRequest
+from fleetslo.sim.runner import FleetSample, ScaleEvent
+from fleetslo.sim.scenario import Scenario, make_spec
+from fleetslo.sim.workload import Request, Trace
 from rich.console import Console
 
-from controller.demo import outcome, view
-from controller.demo.scenario import DemoOptions
-from controller.model import ReplicaCounts
-from controller.sim.records import SimRequest
-from controller.sim.runner import FleetSample, ScaleEvent
-from controller.sim.scenario import Scenario, make_spec
-from controller.sim.workload import Request, Trace
 from tests.unit.sim.sim_support import tiny_profile
 
 OPTIONS = DemoOptions(duration_s=12.0, speedup=10.0)

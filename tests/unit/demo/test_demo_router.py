@@ -5,8 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
-from controller.demo.router import Router
+from fleetslo.sim.demo.router import Router
 
 
 def fleet(*names: str) -> list[tuple[str, str]]:

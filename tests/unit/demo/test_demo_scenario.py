@@ -6,8 +6,9 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-
-from controller.demo.scenario import (
+from fleetslo.core.errors import ConfigError
+from fleetslo.sim import compare
+from fleetslo.sim.demo.scenario import (
     DEFAULT_TRACE,
     SPIKE_AT,
     SPIKE_LENGTH,
@@ -17,11 +18,10 @@ from controller.demo.scenario import (
     shape_trace,
     trace_csv,
 )
-from controller.errors import ConfigError
-from controller.sim import compare
-from controller.sim.profile import builtin_profile
-from controller.sim.traces import load_trace, parse_trace
-from controller.sim.workload import Trace
+from fleetslo.sim.profile import builtin_profile
+from fleetslo.sim.traces import load_trace, parse_trace
+from fleetslo.sim.workload import Trace
+
 from tests.support import ROOT
 
 OPTIONS = DemoOptions(duration_s=60.0, speedup=10.0, rps=2.0, spike=3.0)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from fleetslo.sim.harness import make_engine, replay_open
+from fleetslo.sim.server.clock import SpeedClock
+from fleetslo.sim.server.driver import EngineDriver, Generation
+from fleetslo.sim.vllm_metrics import EngineMetrics
+from fleetslo.sim.workload import Request
 
-from controller.sim.harness import make_engine, replay_open
-from controller.sim.vllm_metrics import EngineMetrics
-from controller.sim.workload import Request
-from controller.simserver.clock import SpeedClock
-from controller.simserver.driver import EngineDriver, Generation
 from tests.unit.sim.sim_support import tiny_profile
 
 #: 500 simulated seconds per wall second: a 10 ms engine step lasts 20 µs of wall time.

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import random
 
+from fleetslo.core import conventions as cv
+from fleetslo.core.metrics.exposition import parse_vllm
+from fleetslo.sim.harness import deliver
+from fleetslo.sim.records import SimRequest
+from fleetslo.sim.server.exposition import PageSource, render, vllm_registry
+from fleetslo.sim.server.families import RequestStats, request_token_buckets
+from fleetslo.sim.vllm_metrics import EngineMetrics
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller import conventions as cv
-from controller.metrics.exposition import parse_vllm
-from controller.sim.harness import deliver
-from controller.sim.records import SimRequest
-from controller.sim.vllm_metrics import EngineMetrics
-from controller.simserver.exposition import PageSource, render, vllm_registry
-from controller.simserver.families import RequestStats, request_token_buckets
 from tests.support import AFTER_LOAD, capture
 from tests.unit.sim.sim_support import tiny_profile
 
@@ -31,7 +31,7 @@ def shape(text: str) -> dict[str, tuple[str, str, frozenset[str]]]:
 
 def served_page(custom: dict[str, list[float]] | None = None, accept: str | None = None) -> tuple[bytes, str]:
     """A page after some requests went through an engine (driven directly, in virtual time)."""
-    from controller.sim.engine import Engine
+    from fleetslo.sim.engine import Engine
 
     profile = tiny_profile()
     metrics = EngineMetrics(MODEL, custom)

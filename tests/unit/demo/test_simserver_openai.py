@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from controller.gate.latency import StreamTimer
-from controller.simserver import openai
+from fleetslo.sidecar.gate.latency import StreamTimer
+from fleetslo.sim.server import openai
 
 MODEL = "tiny-model"
 

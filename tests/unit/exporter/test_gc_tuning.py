@@ -8,7 +8,7 @@ import sys
 
 CHECK = """
 import gc
-from controller.exporter.app import tune_gc_for_serving
+from fleetslo.sidecar.app import tune_gc_for_serving
 tune_gc_for_serving()
 assert gc.get_threshold() == (10_000, 20, 100), gc.get_threshold()
 assert gc.get_freeze_count() > 1000, gc.get_freeze_count()

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from fleetslo.core import conventions as cv
+from fleetslo.core.errors import EngineScrapeError
+from fleetslo.core.metrics.exposition import parse_vllm
+from fleetslo.sidecar.exporter.tracker import EngineTracker
+from fleetslo.sidecar.thresholds import SloThresholds
+from fleetslo.testing import grow_capture
 
-from controller import conventions as cv
-from controller.errors import EngineScrapeError
-from controller.exporter.signals import SloThresholds
-from controller.exporter.tracker import EngineTracker
-from controller.metrics.exposition import parse_vllm
-from controller.testing import grow_capture
 from tests.support import AFTER_LOAD, capture
 
 TEXT = capture(AFTER_LOAD)

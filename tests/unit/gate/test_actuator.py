@@ -7,9 +7,7 @@ from collections.abc import Callable
 
 import httpx
 import pytest
-
-from controller.actuators.base import PodEndpoint
-from controller.actuators.gate import (
+from fleetslo.control.actuators.gate import (
     GateActuator,
     GateForbidden,
     GateRequestRefused,
@@ -17,9 +15,10 @@ from controller.actuators.gate import (
     GateUnreachable,
     StaticPodDirectory,
 )
-from controller.errors import Permanent, Transient
-from controller.settings import Target, TargetKind
-from controller.testing import FakeClock, FakePodDirectory
+from fleetslo.control.ports import PodEndpoint
+from fleetslo.core.errors import Permanent, Transient
+from fleetslo.core.spec import Target, TargetKind
+from fleetslo.testing import FakeClock, FakePodDirectory
 
 TOKEN = "tok-xyz"
 DEPLOY = Target(name="llm", model_name="m")

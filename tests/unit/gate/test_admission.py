@@ -5,10 +5,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from fleetslo.sidecar.gate.admission import DRAINING, QUEUE_FULL, QUEUE_TIMEOUT, Admission, Rejected
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from controller.gate.admission import DRAINING, QUEUE_FULL, QUEUE_TIMEOUT, Admission, Rejected
 
 
 async def settle() -> None:

@@ -6,10 +6,10 @@ import logging
 from pathlib import Path
 
 import pytest
-
-from controller import cli
-from controller.errors import ConfigError
-from controller.settings import GateSettings, load, parse_size
+from fleetslo import cli
+from fleetslo.core.config import load, parse_size
+from fleetslo.core.errors import ConfigError
+from fleetslo.sidecar.settings import GateServerSettings
 
 
 def gate_options(argv: list[str]) -> dict[str, object] | None:
@@ -31,7 +31,7 @@ def test_bad_sizes_are_refused(bad: object) -> None:
 
 
 def test_defaults_are_loopback_admin_no_limit_and_10_mib_bodies() -> None:
-    s = load(GateSettings, {"listen": "0.0.0.0:8080", "upstream": "http://127.0.0.1:8000/"})
+    s = load(GateServerSettings, {"listen": "0.0.0.0:8080", "upstream": "http://127.0.0.1:8000/"})
     assert (s.admin_listen, s.max_inflight, s.max_queue, s.queue_timeout) == (
         "127.0.0.1:8081",
         None,
@@ -55,11 +55,15 @@ def test_defaults_are_loopback_admin_no_limit_and_10_mib_bodies() -> None:
 )
 def test_bad_values_name_the_key_and_the_value(key: str, value: object, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        load(GateSettings, {"listen": "0.0.0.0:8080", "upstream": "http://x:1", key: value}, "gate settings")
+        load(
+            GateServerSettings,
+            {"listen": "0.0.0.0:8080", "upstream": "http://x:1", key: value},
+            "gate settings",
+        )
 
 
 def test_the_token_never_shows_in_a_repr() -> None:
-    s = load(GateSettings, {"listen": ":8080", "upstream": "http://x:1", "admin_token": "hunter2"})
+    s = load(GateServerSettings, {"listen": ":8080", "upstream": "http://x:1", "admin_token": "hunter2"})
     assert "hunter2" not in repr(s) and "hunter2" not in str(s.model_dump())
     assert s.admin_token is not None and s.admin_token.get_secret_value() == "hunter2"
 
@@ -78,7 +82,7 @@ def test_gate_flags_become_settings_and_the_upstream_defaults_to_the_vllm_url(tm
                             "--gate-max-inflight", "16", "--gate-queue-timeout", "5s",
                             "--admin-token-file", str(token)])  # fmt: skip
     assert options is not None
-    s = load(GateSettings, options)
+    s = load(GateServerSettings, options)
     assert (s.upstream, s.max_inflight, s.queue_timeout) == ("http://vllm:8000", 16, 5.0)
     assert s.admin_token is not None and s.admin_token.get_secret_value() == "s3cret"
 
@@ -88,7 +92,7 @@ def test_gate_settings_come_from_the_config_file_too(tmp_path: Path) -> None:
     config.write_text("gate-listen: 0.0.0.0:8080\ngate_upstream: http://up:9\ngate_max_body: 1MiB\n")
     options = gate_options(["--config", str(config), "--gate-upstream", "http://flag:1"])
     assert options is not None
-    s = load(GateSettings, options)
+    s = load(GateServerSettings, options)
     assert (s.listen, s.upstream, s.max_body) == ("0.0.0.0:8080", "http://flag:1", 1024**2)
 
 

@@ -6,11 +6,10 @@ import json
 from typing import Any
 
 import pytest
+from fleetslo.sidecar.gate.latency import StreamTimer
+from fleetslo.sidecar.gate.testing import sse_events
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from controller.gate.latency import StreamTimer
-from controller.gate.testing import sse_events
 
 BODY = b'{"max_tokens": 5}'
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+from fleetslo.core import conventions as cv
+from fleetslo.core.histogram import Fraction
+from fleetslo.core.model import Quantiles
+from fleetslo.sidecar.exporter.signals import WindowSignals, prefer_exact
+from fleetslo.sidecar.gate.admission import Admission
+from fleetslo.sidecar.gate.collector import GateCollector
+from fleetslo.sidecar.gate.stats import TPOT_BUCKETS, GateStats, GateWindows, Histogram, buckets_with
+from fleetslo.sidecar.thresholds import SloThresholds
 from prometheus_client.registry import CollectorRegistry
-
-from controller import conventions as cv
-from controller.exporter.signals import SloThresholds, WindowSignals, prefer_exact
-from controller.gate.admission import Admission
-from controller.gate.collector import GateCollector
-from controller.gate.stats import TPOT_BUCKETS, GateStats, GateWindows, Histogram, buckets_with
-from controller.metrics.histogram import Fraction
-from controller.model import Quantiles
 
 
 def test_configured_thresholds_become_bucket_edges() -> None:

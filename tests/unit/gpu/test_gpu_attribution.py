@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fleetslo.core.model import GpuSample
+from fleetslo.sidecar.gpu.attribution import from_environment, parse_gpus, resolve, select
+from fleetslo.sidecar.gpu.podresources import decode_list_response, grpc_list, pod_selection
 
-from controller.gpu.attribution import from_environment, parse_gpus, resolve, select
-from controller.gpu.podresources import decode_list_response, grpc_list, pod_selection
-from controller.model import GpuSample
 from tests.unit.gpu.gpu_fakes import install_module
 
 NODE = [

@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from controller.cli import _gpu_options, build_parser, main, merged_options
-from controller.errors import ConfigError
-from controller.gpu.attribution import resolve, select
-from controller.gpu.reader import Backend
-from controller.gpu.settings import GpuSettings
-from controller.model import GpuSample
-from controller.settings import ExporterSettings, load
+from fleetslo.cli import _gpu_options, build_parser, main, merged_options
+from fleetslo.core.config import load
+from fleetslo.core.errors import ConfigError
+from fleetslo.core.model import GpuSample
+from fleetslo.sidecar.gpu.attribution import resolve, select
+from fleetslo.sidecar.gpu.reader import Backend
+from fleetslo.sidecar.gpu.settings import GpuSettings
+from fleetslo.sidecar.settings import ExporterSettings
 
 KEYS = ("vllm_url", "interval", "gpu_backend", "gpus", "sysfs_root", "gpu_interval", "gpu_timeout")
 

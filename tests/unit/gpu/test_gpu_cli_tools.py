@@ -9,12 +9,12 @@ import time
 from pathlib import Path
 
 import pytest
+from fleetslo.core.errors import GpuReadError, GpuUnavailable
+from fleetslo.sidecar.gpu import amdsmi_cli, rocm_smi
+from fleetslo.sidecar.gpu.amdsmi_cli import AmdSmiCliReader
+from fleetslo.sidecar.gpu.command import parse_json
+from fleetslo.sidecar.gpu.rocm_smi import RocmSmiReader
 
-from controller.errors import GpuReadError, GpuUnavailable
-from controller.gpu import amdsmi_cli, rocm_smi
-from controller.gpu.amdsmi_cli import AmdSmiCliReader
-from controller.gpu.command import parse_json
-from controller.gpu.rocm_smi import RocmSmiReader
 from tests.unit.gpu.gpu_fakes import FIXTURES, amd_smi_printing, fake_tool, fixture
 
 METRIC6 = "amd-smi_metric_json_MI300X_rocm6_SYNTHETIC.json"

@@ -5,16 +5,16 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from fleetslo.core import conventions as cv
+from fleetslo.core.model import GpuSample
+from fleetslo.sidecar.gpu.collector import GpuCollector
+from fleetslo.sidecar.gpu.efficiency import GpuWindow, TokenWindow
+from fleetslo.sidecar.gpu.reader import Backend
+from fleetslo.sidecar.gpu.sampler import GpuReport
+from fleetslo.sidecar.gpu.sysfs import SysfsReader
+from fleetslo.testing import FakeClock
 from prometheus_client import CollectorRegistry, generate_latest
 
-from controller import conventions as cv
-from controller.gpu.collector import GpuCollector
-from controller.gpu.efficiency import GpuWindow, TokenWindow
-from controller.gpu.reader import Backend
-from controller.gpu.sampler import GpuReport
-from controller.gpu.sysfs import SysfsReader
-from controller.model import GpuSample
-from controller.testing import FakeClock
 from tests.support import require_tool
 from tests.unit.gpu.gpu_fakes import build_sysfs, mi100, mi300x
 
@@ -125,7 +125,7 @@ def test_the_gpu_section_passes_promtool_check_metrics(tmp_path: Path) -> None:
 
 
 def test_families_lists_every_family_the_collector_yields_with_its_type() -> None:
-    from controller.gpu.collector import FAMILIES
+    from fleetslo.sidecar.gpu.collector import FAMILIES
 
     window = GpuWindow(seconds=60.0, gpus=1, energy_joules=600.0, busy_gpu_seconds=30.0)
     tokens = [TokenWindow("m", 60.0, 6000.0, 60.0)]

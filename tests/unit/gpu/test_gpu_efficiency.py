@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from controller.gpu.efficiency import GpuTotals, GpuWindow, advance, efficiency, gpu_window
-from controller.model import GpuSample
+from fleetslo.core.model import GpuSample
+from fleetslo.sidecar.gpu.efficiency import GpuTotals, GpuWindow, advance, efficiency, gpu_window
 
 
 def gpus(energy: list[float | None], util: list[float | None]) -> list[GpuSample]:

@@ -8,12 +8,12 @@ import json
 import math
 from typing import Any
 
+from fleetslo.core.errors import GpuReadError
+from fleetslo.core.model import GpuSample
+from fleetslo.sidecar.gpu import amdsmi_cli, rocm_smi, units
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from controller.errors import GpuReadError
-from controller.gpu import amdsmi_cli, rocm_smi, units
-from controller.model import GpuSample
 from tests.unit.gpu.gpu_fakes import fixture
 
 AMD_KEYS = [

@@ -7,17 +7,16 @@ import threading
 import time
 
 import pytest
+from fleetslo.core import conventions as cv
+from fleetslo.core.errors import GpuReadError, GpuUnavailable
+from fleetslo.core.model import GpuSample
+from fleetslo.sidecar.gpu.attribution import parse_gpus
+from fleetslo.sidecar.gpu.collector import GpuCollector
+from fleetslo.sidecar.gpu.reader import Backend
+from fleetslo.sidecar.gpu.sampler import GpuSampler
+from fleetslo.sidecar.gpu.testing import FakeGpuReader
+from fleetslo.testing import FakeClock
 from prometheus_client import CollectorRegistry
-
-from controller import conventions as cv
-from controller.errors import GpuReadError, GpuUnavailable
-from controller.gpu.attribution import parse_gpus
-from controller.gpu.collector import GpuCollector
-from controller.gpu.reader import Backend
-from controller.gpu.sampler import GpuSampler
-from controller.gpu.testing import FakeGpuReader
-from controller.model import GpuSample
-from controller.testing import FakeClock
 
 FOUR = [GpuSample(i, uuid=f"u{i}", utilization=0.5, energy_joules=1000.0 * i) for i in range(4)]
 

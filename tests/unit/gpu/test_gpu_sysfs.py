@@ -7,9 +7,9 @@ import threading
 from pathlib import Path
 
 import pytest
+from fleetslo.core.errors import GpuUnavailable
+from fleetslo.sidecar.gpu.sysfs import SysfsReader
 
-from controller.errors import GpuUnavailable
-from controller.gpu.sysfs import SysfsReader
 from tests.unit.gpu.gpu_fakes import Card, build_sysfs, device_dir, mi100, mi300x
 
 

@@ -10,10 +10,10 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from fleetslo.core.errors import GpuReadError, GpuUnavailable
+from fleetslo.sidecar.gpu.amdsmi_lib import AmdSmiLibReader, import_amdsmi
+from fleetslo.sidecar.gpu.nvml import NvmlReader, import_pynvml
 
-from controller.errors import GpuReadError, GpuUnavailable
-from controller.gpu.amdsmi_lib import AmdSmiLibReader, import_amdsmi
-from controller.gpu.nvml import NvmlReader, import_pynvml
 from tests.unit.gpu.gpu_fakes import install_module
 
 # --- a fake amdsmi ----------------------------------------------------------------------------

@@ -7,19 +7,19 @@ import json
 import logging
 
 import pytest
+from fleetslo.control.actuators.fleet import FleetOutcome, FleetState
+from fleetslo.control.audit import Auditor, Reconcile
+from fleetslo.control.instruments import ControllerMetrics
+from fleetslo.control.ports import ActuationResult, ScaleState
+from fleetslo.core.errors import ApiUnavailable, Forbidden
+from fleetslo.core.logs import JsonFormatter
+from fleetslo.core.model import Decision, Observation, Quantiles, Reason, ReplicaCounts
+from fleetslo.testing import FakeEventSink
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from controller.actuators.base import ActuationResult, ScaleState
-from controller.actuators.fleet import FleetOutcome, FleetState
-from controller.audit import Auditor, Reconcile
-from controller.controller_metrics import ControllerMetrics
-from controller.errors import ApiUnavailable, Forbidden
-from controller.logs import JsonFormatter
-from controller.model import Decision, Observation, Quantiles, Reason, ReplicaCounts
-from controller.testing import FakeEventSink
 from tests.loop_support import make_slo
 
 SLO = make_slo("qwen")

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
-from controller.controller_settings import ControllerSettings, SourceKind
-from controller.errors import ConfigError
-from controller.settings import load
+from fleetslo.control.settings import ControllerSettings, SourceKind
+from fleetslo.core.config import load
+from fleetslo.core.errors import ConfigError
 
 
 def test_defaults_are_client_go_election_and_prometheus() -> None:

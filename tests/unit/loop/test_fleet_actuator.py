@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from fleetslo.control.actuators.fleet import FleetActuator, FleetState
+from fleetslo.control.ports import ScaleState
+from fleetslo.core.errors import ApiUnavailable, Forbidden
+from fleetslo.core.model import Decision, Reason, ReplicaCounts
+from fleetslo.testing import FakeBatchLimitActuator, FakeDrainer, FakePodMarker, FakeReplicaActuator
 
-from controller.actuators.base import ScaleState
-from controller.actuators.fleet import FleetActuator, FleetState
-from controller.errors import ApiUnavailable, Forbidden
-from controller.model import Decision, Reason, ReplicaCounts
-from controller.testing import FakeBatchLimitActuator, FakeDrainer, FakePodMarker, FakeReplicaActuator
 from tests.loop_support import make_slo
 
 TARGET = make_slo("qwen").spec.target

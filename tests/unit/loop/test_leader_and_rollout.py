@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from controller.errors import ApiUnavailable, Conflict
-from controller.kube import rollout
-from controller.kube.lease import LeaseRecord
-from controller.leader import LeaderElector
-from controller.testing import FakeClock
+from fleetslo.control.kube import rollout
+from fleetslo.control.kube.lease import LeaseRecord
+from fleetslo.control.leader import LeaderElector
+from fleetslo.core.errors import ApiUnavailable, Conflict
+from fleetslo.testing import FakeClock
 
 
 class MemoryLock:

@@ -11,22 +11,18 @@ from pathlib import Path
 
 import httpx
 import pytest
-
-from controller.actuators.fleet import FleetActuator
-from controller.actuators.wrappers import (
+from fleetslo.cli import main
+from fleetslo.control.actuators.fleet import FleetActuator
+from fleetslo.control.actuators.wrappers import (
     DryRunReplicas,
     MeasuredBatchLimit,
     MeasuredDrainer,
     MeasuredReplicas,
 )
-from controller.audit import Auditor
-from controller.cli import main
-from controller.controller_metrics import ControllerMetrics
-from controller.controller_settings import ControllerSettings
-from controller.errors import ConfigError
-from controller.loop import Binding, Controller
-from controller.policy.registry import make_policy
-from controller.service import (
+from fleetslo.control.audit import Auditor
+from fleetslo.control.instruments import ControllerMetrics
+from fleetslo.control.loop import Binding, Controller
+from fleetslo.control.service import (
     Actuators,
     Environment,
     Running,
@@ -36,9 +32,13 @@ from controller.service import (
     make_source,
     make_tracer,
 )
-from controller.settings import load
-from controller.sources.prometheus import PrometheusSource
-from controller.testing import FakePodDirectory, FakeReplicaActuator, FakeSource
+from fleetslo.control.settings import ControllerSettings
+from fleetslo.control.sources.prometheus import PrometheusSource
+from fleetslo.core.config import load
+from fleetslo.core.errors import ConfigError
+from fleetslo.policy.registry import make_policy
+from fleetslo.testing import FakePodDirectory, FakeReplicaActuator, FakeSource
+
 from tests.loop_support import make_slo
 
 

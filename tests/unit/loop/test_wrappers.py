@@ -5,8 +5,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-
-from controller.actuators.wrappers import (
+from fleetslo.control.actuators.wrappers import (
     DryRunBatchLimit,
     DryRunDrainer,
     DryRunMarker,
@@ -14,9 +13,10 @@ from controller.actuators.wrappers import (
     MeasuredDrainer,
     MeasuredReplicas,
 )
-from controller.controller_metrics import ControllerMetrics
-from controller.errors import Forbidden
-from controller.testing import FakeBatchLimitActuator, FakeClock, FakeDrainer, FakeReplicaActuator
+from fleetslo.control.instruments import ControllerMetrics
+from fleetslo.core.errors import Forbidden
+from fleetslo.testing import FakeBatchLimitActuator, FakeClock, FakeDrainer, FakeReplicaActuator
+
 from tests.loop_support import make_slo
 
 TARGET = make_slo("qwen").spec.target

@@ -5,13 +5,13 @@ from __future__ import annotations
 import contextlib
 
 import pytest
+from fleetslo.core import conventions as cv
+from fleetslo.core.errors import ExpositionError
+from fleetslo.core.histogram import quantile
+from fleetslo.core.metrics.exposition import parse_vllm
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controller import conventions as cv
-from controller.errors import ExpositionError
-from controller.metrics.exposition import parse_vllm
-from controller.metrics.histogram import quantile
 from tests.support import AFTER_LOAD, IDLE, UNDER_LOAD, capture
 
 

@@ -4,14 +4,14 @@ TTFT/TPOT (from arrival at the gate) replace vLLM's, and the window math applies
 from __future__ import annotations
 
 import pytest
+from fleetslo.core import conventions as cv
+from fleetslo.core.histogram import quantile
+from fleetslo.core.metrics.exposition import parse_vllm
+from fleetslo.core.metrics.gate_families import GATE_ENGINE, GateReading, read_gate, with_gate
+from fleetslo.core.metrics.window import window_delta
+from fleetslo.core.model import EngineSnapshot
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller import conventions as cv
-from controller.metrics.exposition import parse_vllm
-from controller.metrics.gate_families import GATE_ENGINE, GateReading, read_gate, with_gate
-from controller.metrics.histogram import quantile
-from controller.metrics.window import window_delta
-from controller.model import EngineSnapshot
 from tests.gate_support import gate_page, vllm_page
 from tests.support import AFTER_LOAD, capture
 

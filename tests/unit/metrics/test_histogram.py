@@ -5,10 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
-from controller.metrics.histogram import (
+from fleetslo.core.histogram import (
     INF,
     BucketHistogram,
     delta,
@@ -17,6 +14,8 @@ from controller.metrics.histogram import (
     merge,
     quantile,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 H = BucketHistogram((0.1, 0.25, 0.5, 1.0, INF), (10.0, 20.0, 60.0, 90.0, 100.0), 42.0)
 

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from fleetslo.core import conventions as cv
+from fleetslo.core.histogram import INF, BucketHistogram
+from fleetslo.core.metrics.exposition import parse_vllm
+from fleetslo.core.metrics.window import SnapshotRing, WindowDelta, accumulate, between, combine, window_delta
+from fleetslo.core.model import EngineSnapshot
+from fleetslo.testing import grow_capture
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller import conventions as cv
-from controller.metrics.exposition import parse_vllm
-from controller.metrics.histogram import INF, BucketHistogram
-from controller.metrics.window import SnapshotRing, WindowDelta, accumulate, between, combine, window_delta
-from controller.model import EngineSnapshot
-from controller.testing import grow_capture
 from tests.support import AFTER_LOAD, capture
 
 TTFT = cv.Histogram.TTFT

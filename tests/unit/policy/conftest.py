@@ -6,9 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
-from controller.model import Observation, Quantiles, ReplicaCounts
-from controller.settings import FleetSLOSpec, load
+from fleetslo.core.config import load
+from fleetslo.core.model import Observation, Quantiles, ReplicaCounts
+from fleetslo.core.spec import FleetSLOSpec
 
 SpecFactory = Callable[..., FleetSLOSpec]
 ObsFactory = Callable[..., Observation]

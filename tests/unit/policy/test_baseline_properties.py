@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from fleetslo.core.config import load
+from fleetslo.core.model import Observation, Quantiles, ReplicaCounts
+from fleetslo.core.spec import FleetSLOSpec
+from fleetslo.policy.registry import POLICIES, make_policy
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from controller.model import Observation, Quantiles, ReplicaCounts
-from controller.policy.registry import POLICIES, make_policy
-from controller.settings import FleetSLOSpec, load
 
 LOW, HIGH = 2, 12
 SPEC = load(

@@ -6,17 +6,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from controller.model import Decision, Observation, Reason
-from controller.policy.base import Policy
-from controller.policy.baselines import (
+from fleetslo.core.model import Decision, Observation, Reason
+from fleetslo.core.spec import FleetSLOSpec
+from fleetslo.policy.base import Policy
+from fleetslo.policy.baselines import (
     HpaRunningPolicy,
     HpaUtilizationPolicy,
     KedaWaitingPolicy,
     LlmdSloPolicy,
     StaticPolicy,
 )
-from controller.settings import FleetSLOSpec
 
 
 def run(policy: Policy[Any], spec: FleetSLOSpec, steps: list[tuple[float, Observation]]) -> list[Decision]:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
-
-from controller.model import Reason
-from controller.policy.baselines import LLMD_BEHAVIOR, Behavior, HpaState, RatePolicy, ScalingRules
-from controller.policy.baselines.hpa import (
+from fleetslo.core.model import Reason
+from fleetslo.policy.baselines import LLMD_BEHAVIOR, Behavior, HpaState, RatePolicy, ScalingRules
+from fleetslo.policy.baselines.hpa import (
     clamp,
     external_recommendation,
     per_pod_recommendation,

@@ -7,10 +7,9 @@ import types
 from typing import Any
 
 import pytest
-
-from controller.errors import ConfigError
-from controller.policy.baselines import HpaRunningPolicy, KedaWaitingPolicy, StaticPolicy
-from controller.policy.registry import OPTIONS, POLICIES, check_options, describe, make_policy
+from fleetslo.core.errors import ConfigError
+from fleetslo.policy.baselines import HpaRunningPolicy, KedaWaitingPolicy, StaticPolicy
+from fleetslo.policy.registry import OPTIONS, POLICIES, check_options, describe, make_policy
 
 
 def test_names_and_summaries() -> None:
@@ -69,7 +68,7 @@ def test_oracle_needs_a_schedule(spec) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_oracle_hook_builds_the_simulators_class(spec, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    fake = types.ModuleType("controller.policy.oracle")
+    fake = types.ModuleType("fleetslo.policy.oracle")
 
     class OraclePolicy:
         name = "oracle"
@@ -79,13 +78,13 @@ def test_oracle_hook_builds_the_simulators_class(spec, monkeypatch) -> None:  # 
             self.schedule = schedule
 
     fake.OraclePolicy = OraclePolicy  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "controller.policy.oracle", fake)
+    monkeypatch.setitem(sys.modules, "fleetslo.policy.oracle", fake)
     policy = make_policy("oracle", spec, schedule=[(0.0, 3)], max_num_seqs=64)
     assert isinstance(policy, OraclePolicy) and policy.schedule == [(0.0, 3)]
 
 
 def test_every_fleetslo_tunable_is_an_option(spec) -> None:  # type: ignore[no-untyped-def]
-    from controller.policy.fleetslo import FleetSLOPolicy
+    from fleetslo.policy.fleetslo import FleetSLOPolicy
 
     policy = make_policy("fleetslo", spec, headroom=0.2, hysteresis=0.05, min_scale_down=0.1, replicas=3)
     assert isinstance(policy, FleetSLOPolicy)

@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from controller.sim.report import render_report
-from controller.sim.report.numbers import percent, seconds
-from controller.sim.report.svg import Chart, Line, render_chart
+from fleetslo.sim.report import render_report
+from fleetslo.sim.report.numbers import percent, seconds
+from fleetslo.sim.report.svg import Chart, Line, render_chart
 
 CHROMIUM = "/usr/bin/chromium"
 

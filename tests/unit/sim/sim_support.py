@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from controller.model import Decision, Observation, Reason
-from controller.settings import FleetSLOSpec
-from controller.sim.profile import EngineProfile, profile_from_mapping
-from controller.sim.scenario import make_spec
+from fleetslo.core.model import Decision, Observation, Reason
+from fleetslo.core.spec import FleetSLOSpec
+from fleetslo.sim.profile import EngineProfile, profile_from_mapping
+from fleetslo.sim.scenario import make_spec
 
 
 def tiny_profile(**changes: Any) -> EngineProfile:

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from controller.cli import EXIT_OK, EXIT_USAGE, main
-from controller.sim.profile import builtin_profile
+from fleetslo.cli import EXIT_OK, EXIT_USAGE, main
+from fleetslo.sim.profile import builtin_profile
 
 PROFILE = "mi300x-llama3.1-8b-fp8-tp1"
 
@@ -111,7 +110,7 @@ def test_policy_options_reach_the_policy(trace_file: Path, capsys: pytest.Captur
 
 
 def test_policy_option_values_are_numbers_or_text() -> None:
-    from controller.sim.compare import parse_policy_options
+    from fleetslo.sim.compare import parse_policy_options
 
     assert parse_policy_options(["model_points=60", "headroom=0.2", "x=true", "y=abc"]) == (
         ("model_points", 60), ("headroom", 0.2), ("x", True), ("y", "abc"),

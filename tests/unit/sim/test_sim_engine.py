@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 
 import pytest
+from fleetslo.sim.harness import closed_loop, deliver, make_engine, replay_open
+from fleetslo.sim.records import SimRequest
+from fleetslo.sim.workload import Request
 
-from controller.sim.harness import closed_loop, deliver, make_engine, replay_open
-from controller.sim.records import SimRequest
-from controller.sim.workload import Request
 from tests.unit.sim.sim_support import tiny_profile
 
 

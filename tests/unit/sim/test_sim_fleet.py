@@ -6,10 +6,10 @@ import math
 import random
 
 import pytest
+from fleetslo.control.observation import build_observation
+from fleetslo.sim.fleet import Fleet, FleetConfig, Phase
+from fleetslo.sim.records import SimRequest
 
-from controller.observation import build_observation
-from controller.sim.fleet import Fleet, FleetConfig, Phase
-from controller.sim.records import SimRequest
 from tests.unit.sim.sim_support import spec_for, tiny_profile
 
 

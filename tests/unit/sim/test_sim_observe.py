@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from fleetslo.core.histogram import quantile
+from fleetslo.core.metrics.window import SnapshotRing
+from fleetslo.core.model import Observation, ReplicaCounts
+from fleetslo.sim.fleet import ReplicaSample
+from fleetslo.sim.observe import build_observation
+from fleetslo.sim.result import exact_quantile
+from fleetslo.sim.vllm_metrics import EngineMetrics
 
-from controller.metrics.histogram import quantile
-from controller.metrics.window import SnapshotRing
-from controller.model import Observation, ReplicaCounts
-from controller.sim.fleet import ReplicaSample
-from controller.sim.observe import build_observation
-from controller.sim.result import exact_quantile
-from controller.sim.vllm_metrics import EngineMetrics
 from tests.unit.sim.sim_support import spec_for, tiny_profile
 
 SPEC = spec_for(tiny_profile(), ttft_s=0.5, tpot_s=0.05)

@@ -4,10 +4,9 @@ reproduce the published charts within 15%."""
 from __future__ import annotations
 
 import pytest
-
-from controller.errors import ConfigError
-from controller.sim.harness import closed_loop
-from controller.sim.profile import EngineProfile, builtin_profile, builtin_profiles, profile_from_mapping
+from fleetslo.core.errors import ConfigError
+from fleetslo.sim.harness import closed_loop
+from fleetslo.sim.profile import EngineProfile, builtin_profile, builtin_profiles, profile_from_mapping
 
 REQUIRED = {
     "mi325x-qwen3-235b-fp8-tp4",

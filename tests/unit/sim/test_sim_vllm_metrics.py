@@ -7,11 +7,10 @@ import random
 from bisect import bisect_left
 
 import pytest
-
-from controller import conventions as cv
-from controller.metrics.histogram import quantile
-from controller.metrics.window import window_delta
-from controller.sim.vllm_metrics import ITL_BUCKETS, TTFT_BUCKETS, EngineMetrics, Hist
+from fleetslo.core import conventions as cv
+from fleetslo.core.histogram import quantile
+from fleetslo.core.metrics.window import window_delta
+from fleetslo.sim.vllm_metrics import ITL_BUCKETS, TTFT_BUCKETS, EngineMetrics, Hist
 
 
 def brute(bounds: tuple[float, ...], first: float, step: float, n: int, weight: int) -> list[int]:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from fleetslo.control.ports import PodEndpoint
+from fleetslo.control.sources.direct import DirectSource
+from fleetslo.core.model import Observation, ReplicaCounts
+from fleetslo.testing import FakePodDirectory
 
-from controller.actuators.base import PodEndpoint
-from controller.model import Observation, ReplicaCounts
-from controller.sources.direct import DirectSource
-from controller.testing import FakePodDirectory
 from tests.gate_support import gate_page, vllm_page
 from tests.loop_support import make_slo
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from fleetslo.control.ports import PodEndpoint
+from fleetslo.control.sources.direct import DirectSource
+from fleetslo.core.model import ReplicaCounts
+from fleetslo.testing import FakePodDirectory, grow_capture
 
-from controller.actuators.base import PodEndpoint
-from controller.model import ReplicaCounts
-from controller.sources.direct import DirectSource
-from controller.testing import FakePodDirectory, grow_capture
 from tests.loop_support import make_slo
 from tests.support import AFTER_LOAD, capture
 
@@ -65,6 +65,6 @@ def test_a_window_start_is_found_when_observations_come_slower_than_the_schedule
 
 
 def _finished(text: str) -> float:
-    from controller.metrics.exposition import parse_vllm
+    from fleetslo.core.metrics.exposition import parse_vllm
 
     return parse_vllm(text)["tiny-llama"].counter("request_success") or 0.0

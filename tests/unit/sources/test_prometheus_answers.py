@@ -7,10 +7,15 @@ from typing import Any
 
 import httpx
 import pytest
+from fleetslo.control.sources.prometheus import (
+    PrometheusClient,
+    PrometheusSource,
+    group_samples,
+    to_observation,
+)
+from fleetslo.core.errors import BadQuery, SourceUnavailable
+from fleetslo.core.model import ReplicaCounts
 
-from controller.errors import BadQuery, SourceUnavailable
-from controller.model import ReplicaCounts
-from controller.sources.prometheus import PrometheusClient, PrometheusSource, group_samples, to_observation
 from tests.loop_support import make_slo
 
 SLO = make_slo(ttft="0.5s", tpot="50ms", window="60s")

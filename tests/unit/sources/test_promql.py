@@ -5,10 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from controller import conventions as cv
-from controller.settings import Target, TargetKind
-from controller.sources.promql import (
+from fleetslo.control.sources.promql import (
     Selection,
     Signal,
     duration,
@@ -17,6 +14,8 @@ from controller.sources.promql import (
     quote,
     signal_exprs,
 )
+from fleetslo.core import conventions as cv
+from fleetslo.core.spec import Target, TargetKind
 
 TARGET = Target(
     kind=TargetKind.DEPLOYMENT, namespace="infer", name="qwen.big", model_name='Qwen/Qwen3 "A22B"'

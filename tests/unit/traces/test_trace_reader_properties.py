@@ -7,12 +7,11 @@ import json
 import tempfile
 from pathlib import Path
 
+from fleetslo.core.errors import ConfigError
+from fleetslo.sim.traces import parse_trace, read_trace
+from fleetslo.sim.traces.readers import AZURE_HEADER, BURSTGPT_HEADER, PLAIN_HEADER
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from controller.errors import ConfigError
-from controller.sim.traces import parse_trace, read_trace
-from controller.sim.traces.readers import AZURE_HEADER, BURSTGPT_HEADER, PLAIN_HEADER
 
 HEADERS = [",".join(AZURE_HEADER), ",".join(BURSTGPT_HEADER), ",".join(PLAIN_HEADER)]
 CELL = st.one_of(

@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
-from controller.errors import ConfigError
-from controller.sim.traces import load_trace, parse_trace, read_trace
+from fleetslo.core.errors import ConfigError
+from fleetslo.sim.traces import load_trace, parse_trace, read_trace
 
 REPO = Path(__file__).resolve().parents[3]
 TRACES = REPO / "traces"

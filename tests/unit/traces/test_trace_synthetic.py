@@ -7,9 +7,8 @@ import statistics
 from pathlib import Path
 
 import pytest
-
-from controller.errors import ConfigError
-from controller.sim.traces import (
+from fleetslo.core.errors import ConfigError
+from fleetslo.sim.traces import (
     bursty,
     diurnal,
     fixed_tokens,
@@ -19,8 +18,8 @@ from controller.sim.traces import (
     resampled_tokens,
     step_spike,
 )
-from controller.sim.traces.synthetic import weibull_shape
-from controller.sim.workload import Trace
+from fleetslo.sim.traces.synthetic import weibull_shape
+from fleetslo.sim.workload import Trace
 
 TOKENS = fixed_tokens(100, 10)
 CONV = Path(__file__).resolve().parents[3] / "traces/azure2023/AzureLLMInferenceTrace_conv.csv"
@@ -63,7 +62,7 @@ def test_bursty_matches_rate_and_cv(distribution: str, target_cv: float) -> None
 
 @pytest.mark.parametrize("target_cv", [0.1, 1.0, 3.0, 10.0])
 def test_weibull_shape_inverts_cv(target_cv: float) -> None:
-    from controller.sim.traces.synthetic import _weibull_cv
+    from fleetslo.sim.traces.synthetic import _weibull_cv
 
     assert _weibull_cv(weibull_shape(target_cv)) == pytest.approx(target_cv, rel=1e-6)
     assert weibull_shape(1.0) == pytest.approx(1.0, rel=1e-6)  # Weibull k=1 is exponential

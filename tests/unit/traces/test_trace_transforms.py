@@ -6,9 +6,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from controller.errors import ConfigError
-from controller.sim.traces import (
+from fleetslo.core.errors import ConfigError
+from fleetslo.sim.traces import (
     fixed_tokens,
     load_trace,
     poisson,
@@ -17,7 +16,7 @@ from controller.sim.traces import (
     time_scale,
     window,
 )
-from controller.sim.workload import Request, Trace
+from fleetslo.sim.workload import Request, Trace
 
 CONV = load_trace(Path(__file__).resolve().parents[3] / "traces/azure2023/AzureLLMInferenceTrace_conv.csv")
 CODE = load_trace(Path(__file__).resolve().parents[3] / "traces/azure2023/AzureLLMInferenceTrace_code.csv")

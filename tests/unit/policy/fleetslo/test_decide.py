@@ -7,12 +7,12 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-
-from controller.model import Observation, Quantiles, Reason, ReplicaCounts
-from controller.policy.fleetslo import FleetSLOPolicy, FleetSLOState
-from controller.policy.fleetslo.config import FleetSLOConfig
-from controller.policy.registry import make_policy
-from controller.settings import BatchActuator, FleetSLOSpec, load
+from fleetslo.core.config import load
+from fleetslo.core.model import Observation, Quantiles, Reason, ReplicaCounts
+from fleetslo.core.spec import BatchActuator, FleetSLOSpec
+from fleetslo.policy.fleetslo import FleetSLOPolicy, FleetSLOState
+from fleetslo.policy.fleetslo.config import FleetSLOConfig
+from fleetslo.policy.registry import make_policy
 
 SPEC = load(
     FleetSLOSpec,

@@ -5,11 +5,10 @@ from __future__ import annotations
 import math
 
 import pytest
-
-from controller.model import Reason
-from controller.policy.fleetslo.forecast import RateForecast
-from controller.policy.fleetslo.latency_model import TpotModel
-from controller.policy.stages import cooldown
+from fleetslo.core.model import Reason
+from fleetslo.policy.fleetslo.forecast import RateForecast
+from fleetslo.policy.fleetslo.latency_model import TpotModel
+from fleetslo.policy.stages import cooldown
 
 
 def trained(points: list[tuple[float, float]]) -> TpotModel:
@@ -106,7 +105,7 @@ def test_capacity_is_the_fit_capped_by_evidence_in_tokens_per_second() -> None:
 
 
 def test_the_config_refuses_values_that_break_the_policy() -> None:
-    from controller.policy.fleetslo.config import FleetSLOConfig
+    from fleetslo.policy.fleetslo.config import FleetSLOConfig
 
     with pytest.raises(ValueError, match=r"headroom must be in \[0, 1\), got 1.2"):
         FleetSLOConfig(headroom=1.2)

@@ -1,0 +1,28 @@
+"""The fault suites' figures: inputs tried, crashes, wrong results, scale-downs on bad data, requests
+lost, memory growth (``python -m benchmarks faults``). The same suites run small in ``make test``."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from pathlib import Path
+
+from benchmarks.faults import Figure
+
+
+def suites() -> list[str]:
+    return sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent / "faults")]))
+
+
+def main(quick: bool = False) -> list[Figure]:
+    figures: list[Figure] = []
+    for name in suites():
+        module = importlib.import_module(f"benchmarks.faults.{name}")
+        for figure in module.run(quick):
+            print(figure.line(), flush=True)
+            figures.append(figure)
+    return figures
+
+
+if __name__ == "__main__":
+    main()

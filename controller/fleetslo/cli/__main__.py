@@ -1,0 +1,7 @@
+"""``python -m fleetslo.cli``: the same as the ``fleetslo`` command."""
+
+import sys
+
+from fleetslo.cli import main
+
+sys.exit(main())

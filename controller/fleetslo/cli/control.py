@@ -1,0 +1,69 @@
+"""``fleetslo run``: the SLO controller service."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from fleetslo.cli.common import (
+    EXIT_OK,
+    merged_options,
+    read_yaml_documents,
+)
+
+# --------------------------------------------------------------------------------------------
+# fleetslo run
+# --------------------------------------------------------------------------------------------
+
+_RUN_KEYS = ("listen", "interval", "policy", "dry_run", "otlp_endpoint")
+
+
+def _configure_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", help="controller settings YAML (source, kubernetes, leader_election, …)")
+    p.add_argument("--slo", required=True, help="FleetSLO specs: a YAML file with one document per target")
+    p.add_argument(
+        "--dry-run",
+        dest="dry_run",
+        action="store_true",
+        default=None,
+        help="advisory for every target: log and report what would be done, write nothing",
+    )
+    p.add_argument("--listen", help="address of /healthz, /readyz, /metrics (default 0.0.0.0:9500)")
+    p.add_argument("--interval", help="scheduler tick, e.g. 5s (each policy decides at its own interval)")
+    p.add_argument("--policy", help="policy for every target (default fleetslo)")
+    p.add_argument("--otlp-endpoint", dest="otlp_endpoint", help="export a trace span per reconcile here")
+
+
+def _token_reader(path: str | None) -> Callable[[], str | None]:
+    """Read a token file at each use, so a rotated (projected) token is picked up."""
+    if path is None:
+        return lambda: None
+    return lambda: Path(path).read_text(encoding="utf-8").strip() or None
+
+
+def _run_controller(args: argparse.Namespace) -> int:
+    import signal
+    import socket
+    import threading
+
+    from fleetslo.control.service import Environment, Service, build
+    from fleetslo.control.settings import ControllerSettings
+    from fleetslo.core.config import load
+    from fleetslo.core.spec import load_fleetslo_documents
+
+    settings = load(ControllerSettings, merged_options(args, _RUN_KEYS), args.config or "controller settings")
+    specs = load_fleetslo_documents(read_yaml_documents(args.slo), args.slo)
+    gate_file = settings.gate.token_file
+    env = Environment(
+        in_pod="KUBERNETES_SERVICE_HOST" in os.environ,
+        identity=os.environ.get("POD_NAME") or f"{socket.gethostname()}-{os.getpid()}",
+        prometheus_token=_token_reader(settings.source.prometheus.bearer_token_file),
+        gate_token=_token_reader(gate_file)() if gate_file else None,
+    )
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    Service(build(settings, specs, env), settings).serve(stop)
+    return EXIT_OK

@@ -1,0 +1,75 @@
+"""``fleetslo alerts build`` and ``fleetslo dashboards build``: generated, committed artifacts."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from fleetslo.cli.common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    read_yaml_documents,
+)
+
+# --------------------------------------------------------------------------------------------
+# fleetslo alerts build / fleetslo dashboards build
+# --------------------------------------------------------------------------------------------
+
+
+def _sync_generated(files: Mapping[str, str], out: Path, check: bool, patterns: Sequence[str]) -> int:
+    """Write generated files into ``out`` (removing stale ones), or with ``check`` report drift."""
+    from fleetslo.generate.alerts.build import drift
+
+    existing = {f for pattern in patterns for f in out.glob(pattern)} if out.is_dir() else set()
+    on_disk = {f.name: f.read_text(encoding="utf-8") for f in existing}
+    if check:
+        problems = drift(files, on_disk)
+        for problem in problems:
+            print(f"drift: {out / problem}", file=sys.stderr)
+        if problems:
+            print("regenerate with the same command without --check and commit the result", file=sys.stderr)
+        return EXIT_FAILURE if problems else EXIT_OK
+    out.mkdir(parents=True, exist_ok=True)
+    for name in set(on_disk) - set(files):
+        (out / name).unlink()
+    for name, text in sorted(files.items()):
+        if on_disk.get(name) != text:
+            (out / name).write_text(text, encoding="utf-8")
+    print(f"wrote {len(files)} files to {out}")
+    return EXIT_OK
+
+
+def _configure_alerts(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    build = sub.add_parser("build", help="FleetSLO specs -> rule files and Alertmanager config")
+    build.add_argument("--slo", action="append", required=True, help="FleetSLO spec file (repeatable)")
+    build.add_argument("--out", default="alerts/generated", help="output folder (default alerts/generated)")
+    build.add_argument("--check", action="store_true", help="compare with --out instead; exit 1 on drift")
+
+
+def _run_alerts(args: argparse.Namespace) -> int:
+    from fleetslo.core.spec import load_fleetslo_documents
+    from fleetslo.generate.alerts.build import ALERTMANAGER_FILE, RULES_SUFFIX, generate
+
+    specs = [(Path(f).name, load_fleetslo_documents(read_yaml_documents(f), f)) for f in args.slo]
+    output = generate(specs)
+    for warning in output.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return _sync_generated(output.files, Path(args.out), args.check, (f"*{RULES_SUFFIX}", ALERTMANAGER_FILE))
+
+
+def _configure_dashboards(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    build = sub.add_parser("build", help="Grafana dashboards (JSON, Grafana 11)")
+    build.add_argument(
+        "--out", default="dashboards/generated", help="output folder (default dashboards/generated)"
+    )
+    build.add_argument("--check", action="store_true", help="compare with --out instead; exit 1 on drift")
+
+
+def _run_dashboards(args: argparse.Namespace) -> int:
+    from fleetslo.generate.dashboards.build import generate
+
+    return _sync_generated(generate(), Path(args.out), args.check, ("*.json",))

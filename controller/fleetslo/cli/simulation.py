@@ -1,0 +1,236 @@
+"""``fleetslo simulate``, ``fleetslo sim-server`` and ``fleetslo demo``: the simulated side."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from fleetslo.cli.common import (
+    EXIT_OK,
+    read_yaml_file,
+)
+from fleetslo.core.errors import ConfigError
+
+# --------------------------------------------------------------------------------------------
+# fleetslo simulate
+# --------------------------------------------------------------------------------------------
+
+
+def _configure_simulate(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--trace", required=True, help="request trace (Azure/BurstGPT/plain CSV, Mooncake JSONL)")
+    p.add_argument(
+        "--profile", default="mi325x-qwen3-235b-fp8-tp4", help="engine profile: a name or a YAML file"
+    )
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--policy", default="static", help="policy to replay (default static)")
+    which.add_argument("--compare", help="comma-separated policies to run on the same trace")
+    p.add_argument("--slo-ttft", dest="slo_ttft", default="2s", help="p90 TTFT target (default 2s)")
+    p.add_argument("--slo-tpot", dest="slo_tpot", default="50ms", help="p90 TPOT target (default 50ms)")
+    p.add_argument("--quantile", type=float, default=0.9, help="quantile both targets apply to (default 0.9)")
+    p.add_argument("--min-replicas", dest="min_replicas", type=int, default=1)
+    p.add_argument("--max-replicas", dest="max_replicas", type=int, default=100)
+    p.add_argument("--replicas", type=int, help="static policy's fixed size (default: the initial fleet)")
+    p.add_argument(
+        "--initial-replicas",
+        dest="initial_replicas",
+        type=int,
+        help="warm replicas at t=0 (default: smallest static fleet meeting the SLO for 5 minutes)",
+    )
+    p.add_argument("--cold-start", dest="cold_start", help="replica start-up time (default: the profile's)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rate-scale", dest="rate_scale", type=float, help="multiply the arrival rate")
+    p.add_argument("--time-scale", dest="time_scale", type=float, help="stretch (>1) or compress (<1) time")
+    p.add_argument("--start", help="replay from this offset into the trace, e.g. 10m")
+    p.add_argument("--duration", help="replay this long, e.g. 30m")
+    p.add_argument("--scrape-interval", dest="scrape_interval", default="15s", help="metrics scrape period")
+    p.add_argument("--window", default="60s", help="observation window the policy sees")
+    p.add_argument(
+        "--policy-option", dest="policy_options", action="append", default=[], metavar="KEY=VALUE",
+        help="a policy tunable, repeatable (e.g. headroom=0.2 for fleetslo; each takes those it knows)",
+    )  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument("--report", help="also write a self-contained HTML report here")
+    p.add_argument("--title", help="report title")
+
+
+def _run_simulate(args: argparse.Namespace) -> int:
+    import json
+
+    from rich.console import Console
+
+    from fleetslo.core.config import parse_duration
+    from fleetslo.sim import compare
+    from fleetslo.sim.profile import builtin_profile, profile_from_mapping
+    from fleetslo.sim.traces import load_trace
+
+    def seconds(flag: str, value: str | None) -> float | None:
+        try:
+            return None if value is None else parse_duration(value)
+        except ValueError as exc:
+            raise ConfigError(f"--{flag}: {exc}") from None
+
+    is_file = args.profile.endswith((".yaml", ".yml")) or Path(args.profile).is_file()
+    profile = (
+        profile_from_mapping(read_yaml_file(args.profile), args.profile) if is_file
+        else builtin_profile(args.profile)
+    )  # fmt: skip
+    options = compare.SimulateOptions(
+        policies=compare.parse_policies(args.compare or args.policy),
+        ttft_s=seconds("slo-ttft", args.slo_ttft) or 0.0, tpot_s=seconds("slo-tpot", args.slo_tpot) or 0.0,
+        quantile=args.quantile, min_replicas=args.min_replicas, max_replicas=args.max_replicas,
+        replicas=args.replicas, initial_replicas=args.initial_replicas,
+        cold_start_s=seconds("cold-start", args.cold_start), seed=args.seed, rate_scale=args.rate_scale,
+        time_scale=args.time_scale, start_s=seconds("start", args.start),
+        duration_s=seconds("duration", args.duration),
+        scrape_interval_s=seconds("scrape-interval", args.scrape_interval) or 15.0,
+        window_s=seconds("window", args.window) or 60.0,
+        policy_options=compare.parse_policy_options(args.policy_options),
+    )  # fmt: skip
+    trace = compare.shape_trace(load_trace(args.trace), options)
+    scenario = compare.build_scenario(trace, Path(args.trace).name, profile, options)
+    results = _simulate_with_progress(scenario, options, show=not args.json)
+    title = args.title or compare.title_for(scenario)
+    if args.report:
+        from fleetslo.sim.report import render_report
+
+        Path(args.report).write_text(render_report(results, title), encoding="utf-8")
+    if args.json:
+        print(json.dumps(results[0] if len(results) == 1 else {"title": title, "results": results}))
+    else:
+        console = Console()
+        if not console.is_terminal:
+            console.width = 200  # a pipe or file: do not squeeze the table into 80 columns
+        console.print(compare.summary_table(results, title))
+    return EXIT_OK
+
+
+def _simulate_with_progress(scenario: Any, options: Any, *, show: bool) -> list[dict[str, Any]]:
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from fleetslo.sim import compare
+
+    if not show:
+        return compare.run_all(scenario, options)
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(label: str, done: float, total: float) -> None:
+            if label not in tasks:
+                tasks[label] = bar.add_task(f"simulating {label}", total=max(total, 1.0))
+            bar.update(tasks[label], completed=min(done, total))
+
+        return compare.run_all(scenario, options, progress)
+
+
+# --------------------------------------------------------------------------------------------
+# fleetslo sim-server
+# --------------------------------------------------------------------------------------------
+
+
+def load_profile(value: str) -> Any:
+    """An engine profile: a packaged name, or a YAML file (a path ending in .yaml/.yml or existing)."""
+    from fleetslo.sim.profile import builtin_profile, profile_from_mapping
+
+    if value.endswith((".yaml", ".yml")) or Path(value).is_file():
+        return profile_from_mapping(read_yaml_file(value), value)
+    return builtin_profile(value)
+
+
+def _configure_sim_server(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--profile", default="mi300x-llama3.1-8b-fp8-tp1", help="engine profile: a name or a YAML file"
+    )
+    p.add_argument("--listen", default="127.0.0.1:8000", help="address to serve on (port 0: a free one)")
+    p.add_argument("--speedup", type=float, default=1.0, help="simulated seconds per wall second (default 1)")
+    p.add_argument("--model-name", dest="model_name", help="served model name (default: the profile's model)")
+    p.add_argument("--cold-start", dest="cold_start", help="simulated start-up time (default: the profile's)")
+    p.add_argument(
+        "--started-at",
+        dest="started_at",
+        type=float,
+        help="epoch seconds the cold start counts from (default: now; a supervisor passes when it asked)",
+    )
+    p.add_argument(
+        "--stream-interval", dest="stream_interval", help="wall time between token releases (default 50ms)"
+    )
+    p.add_argument(
+        "--custom-histogram-buckets",
+        dest="custom_histogram_buckets",
+        help='vLLM\'s flag: JSON such as {"time_to_first_token": [0.1, 0.5, 2.0]}',
+    )
+    p.add_argument("--seed", type=int, default=0, help="seed of the engine's step-time noise")
+
+
+def _run_sim_server(args: argparse.Namespace) -> int:
+    import json
+
+    from fleetslo.core.config import load
+    from fleetslo.sim.server.server import SimServerSettings, run_sim_server
+
+    profile = load_profile(args.profile)
+    options = {k: v for k, v in vars(args).items() if k in SimServerSettings.model_fields and v is not None}
+    if args.custom_histogram_buckets:
+        try:
+            options["custom_histogram_buckets"] = json.loads(args.custom_histogram_buckets)
+        except ValueError as exc:
+            raise ConfigError(f"--custom-histogram-buckets: not valid JSON ({exc})") from None
+    return run_sim_server(load(SimServerSettings, options, "sim-server settings"), profile)
+
+
+# --------------------------------------------------------------------------------------------
+# fleetslo demo
+# --------------------------------------------------------------------------------------------
+
+
+def _configure_demo(p: argparse.ArgumentParser) -> None:
+    from fleetslo.sim.demo.scenario import DEFAULT_PROFILE, DEFAULT_TRACE, SCENARIOS
+
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--trace", default=DEFAULT_TRACE, help=f"trace to replay (default {DEFAULT_TRACE})")
+    which.add_argument("--scenario", choices=SCENARIOS, help="synthetic traffic instead of a trace")
+    p.add_argument("--duration", default="120s", help="wall time of the replay (default 120s)")
+    p.add_argument("--speedup", type=float, default=10.0, help="simulated seconds per wall second (10)")
+    p.add_argument("--rps", type=float, default=2.5, help="mean simulated requests/s before the spike (2.5)")
+    p.add_argument("--spike", type=float, default=2.5, help="traffic ×N from 40%% to 60%% of the run (2.5)")
+    p.add_argument("--profile", default=DEFAULT_PROFILE, help=f"engine profile (default {DEFAULT_PROFILE})")
+    p.add_argument("--slo-ttft", dest="slo_ttft", default="2s", help="p90 TTFT target (default 2s)")
+    p.add_argument("--slo-tpot", dest="slo_tpot", default="50ms", help="p90 TPOT target (default 50ms)")
+    p.add_argument("--min-replicas", dest="min_replicas", type=int, default=1)
+    p.add_argument("--max-replicas", dest="max_replicas", type=int, default=8)
+    p.add_argument("--cold-start", dest="cold_start", help="simulated replica start-up (the profile's)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--report", default="out/demo-report.html", help="HTML report (out/demo-report.html)")
+    p.add_argument("--prometheus", action="store_true", help="also run a local Prometheus with the rules")
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from fleetslo.core.config import parse_duration
+    from fleetslo.sim.demo.app import run_demo
+    from fleetslo.sim.demo.scenario import DemoOptions
+    from fleetslo.sim.traces import load_trace
+
+    def seconds(flag: str, value: str | None) -> float | None:
+        try:
+            return None if value is None else parse_duration(value)
+        except ValueError as exc:
+            raise ConfigError(f"--{flag}: {exc}") from None
+
+    options = DemoOptions(
+        trace=None if args.scenario else args.trace, scenario=args.scenario,
+        duration_s=seconds("duration", args.duration) or 0.0, speedup=args.speedup, rps=args.rps,
+        spike=args.spike, profile=args.profile, ttft_s=seconds("slo-ttft", args.slo_ttft) or 0.0,
+        tpot_s=seconds("slo-tpot", args.slo_tpot) or 0.0, min_replicas=args.min_replicas,
+        max_replicas=args.max_replicas, cold_start_s=seconds("cold-start", args.cold_start), seed=args.seed,
+        report=args.report, prometheus=args.prometheus,
+    ).check()  # fmt: skip
+    if options.trace is not None and not Path(options.trace).is_file():
+        raise ConfigError(f"--trace: {options.trace} not found (run from the repository or give a file)")
+    base = load_trace(options.trace) if options.trace is not None else None
+    console = Console()
+    if not console.is_terminal:
+        console.width = 200  # a pipe or a CI log: lines as long as they are
+    return run_demo(options, base, load_profile(options.profile), console)

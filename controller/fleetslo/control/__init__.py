@@ -1,0 +1,1 @@
+"""The control plane (`fleetslo run`): sources, actuators, the Kubernetes edge, loop, service, audit."""

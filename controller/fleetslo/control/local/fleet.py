@@ -1,0 +1,334 @@
+"""Replicas as local processes: a sim-server and its sidecar (exporter + gate) each, on loopback.
+
+``LocalFleet`` is, for one target, what a Deployment and its pods are on Kubernetes:
+
+* ``ReplicaActuator`` — ``scale(n)`` starts replicas (the two processes, on free loopback ports;
+  the sim-server's cold start counts from that moment) or removes them: starting ones first, newest
+  first (as a ReplicaSet deletes not-ready pods first), then the ones marked after a drain, then
+  the newest. Removal sends SIGTERM to both processes; they are gone when both have exited;
+* ``PodDirectory`` — its pods, ready once the sim-server's ``/health`` and the sidecar's
+  ``/readyz`` answer 200 (a draining gate makes ``/readyz`` 503, so a draining pod turns unready
+  as on Kubernetes), with ``sidecar_url`` and ``admin_url`` for the direct source and the gate
+  actuator, which therefore work unchanged;
+* ``PodMarker`` — drained pods marked as the first to remove (the pod-deletion-cost of a Deployment).
+
+A monitor thread polls readiness and reaps stopped processes. Every process it starts is stopped by
+``close()`` (SIGTERM, then SIGKILL after a grace), and each runs in its own session, so a Ctrl-C in
+the terminal reaches only the supervisor, which stops them in order. Time for cost accounting comes
+from an injected clock. It must not decide how many replicas there should be.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import IO
+
+from fleetslo.control.local.probe import ReplicaProbe
+from fleetslo.control.local.replica import LOOPBACK, Ports, ReplicaRecipe, reap
+from fleetslo.control.ports import ActuationResult, PodEndpoint, ScaleState
+from fleetslo.core.errors import FleetSLOError
+from fleetslo.core.model import ReplicaCounts
+from fleetslo.core.spec import Target
+
+log = logging.getLogger("fleetslo.actuators.local")
+
+#: Wall seconds a stopped process gets to exit before SIGKILL.
+STOP_GRACE_S = 5.0
+
+
+class LocalFleetError(FleetSLOError):
+    """A replica could not be started (the machine is out of ports or processes)."""
+
+    reason = "local_process"
+
+
+class Phase(StrEnum):
+    STARTING = "starting"
+    READY = "ready"
+    STOPPING = "stopping"
+    GONE = "gone"
+
+
+@dataclass
+class LocalReplica:
+    """One replica: its ports, its two processes, and its lifecycle in fleet time."""
+
+    name: str
+    ports: Ports
+    processes: list[subprocess.Popen[bytes]]
+    requested_at: float
+    phase: Phase = Phase.STARTING
+    draining: bool = False
+    marked: bool = False
+    ready_at: float | None = None
+    gone_at: float | None = None
+    stop_deadline: float = math.inf
+    preemptions: float = 0.0
+    logs: Sequence[IO[bytes]] = ()
+
+    @property
+    def serving(self) -> bool:
+        return self.phase is Phase.READY and not self.draining
+
+
+class LocalFleet:
+    """One target's replicas as local processes (see the module docstring)."""
+
+    def __init__(
+        self,
+        target: Target,
+        recipe: ReplicaRecipe,
+        clock: Callable[[], float],
+        *,
+        poll_interval: float = 0.05,
+        ready_poll_interval: float = 0.25,
+        epoch: Callable[[], float] = time.time,
+    ) -> None:
+        self.target, self.recipe, self.clock, self.epoch = target, recipe, clock, epoch
+        self.poll_interval, self.ready_poll_interval = poll_interval, ready_poll_interval
+        self.replicas: list[LocalReplica] = []
+        self._lock = threading.RLock()
+        self._probe = ReplicaProbe(recipe.model_name)
+        self._stop = threading.Event()
+        self._monitor: threading.Thread | None = None
+        self._ordinal = 0
+        self._last_ready_poll = 0.0
+
+    # --- lifecycle of the fleet ----------------------------------------------------------------
+
+    def start(self, warm: int, timeout: float = 60.0) -> None:
+        """Start ``warm`` replicas without a cold start and start the monitor; return once they are
+        warm: ready, and each sidecar already serving its engine's page (a warm fleet has been
+        scraped, so the first observation of it has data)."""
+        with self._lock:
+            for _ in range(warm):
+                self._launch(cold_start_s=0.0)
+        self._monitor = threading.Thread(target=self._watch, name="local-fleet", daemon=True)
+        self._monitor.start()
+        deadline = time.monotonic() + timeout
+        while self.counts().ready < warm or not all(self._probe.reporting(r.ports) for r in self.replicas):
+            self._check_failed_start()
+            if time.monotonic() > deadline:
+                raise LocalFleetError(
+                    f"{warm} warm replicas not ready after {timeout:g}s (logs: {self.recipe.log_dir})"
+                )
+            time.sleep(self.poll_interval)
+
+    def close(self) -> None:
+        """Stop the monitor and every process this fleet started (SIGTERM, then SIGKILL)."""
+        self._stop.set()
+        if self._monitor is not None:
+            self._monitor.join(timeout=5)
+        with self._lock:
+            for replica in self.replicas:
+                if replica.phase is not Phase.GONE:
+                    self._terminate(replica)
+            deadline = time.monotonic() + STOP_GRACE_S
+            for replica in self.replicas:
+                for process in replica.processes:
+                    reap(process, max(0.0, deadline - time.monotonic()))
+                self._retire(replica)
+        self._probe.close()
+
+    # --- ReplicaActuator ----------------------------------------------------------------------
+
+    def read(self, target: Target) -> ScaleState:
+        with self._lock:
+            return ScaleState(len(self._provisioned()), self.counts())
+
+    def scale(self, target: Target, replicas: int) -> ActuationResult:
+        with self._lock:
+            current = self._provisioned()
+            for _ in range(replicas - len(current)):
+                self._launch(cold_start_s=self.recipe.cold_start_s)
+            for replica in self._removal_order(current)[: max(0, len(current) - replicas)]:
+                self._stop_replica(replica)
+            return ActuationResult(
+                replicas != len(current), f"{target.name}: {len(current)} -> {replicas} replicas"
+            )
+
+    # --- PodDirectory and PodMarker -----------------------------------------------------------
+
+    def pods(self, target: Target) -> list[PodEndpoint]:
+        with self._lock:
+            return [PodEndpoint(r.name, LOOPBACK, r.serving) for r in self._provisioned()]
+
+    def mark(self, target: Target, names: Sequence[str]) -> None:
+        self._set_marked(names, True)
+
+    def unmark(self, target: Target, names: Sequence[str]) -> None:
+        self._set_marked(names, False)
+
+    def sidecar_url(self, pod: PodEndpoint) -> str:
+        return f"http://{LOOPBACK}:{self._by_name(pod.name).ports.sidecar}"
+
+    def admin_url(self, pod: PodEndpoint) -> str:
+        return f"http://{LOOPBACK}:{self._by_name(pod.name).ports.admin}"
+
+    # --- what the demo reads ------------------------------------------------------------------
+
+    def counts(self) -> ReplicaCounts:
+        with self._lock:
+            ready = sum(1 for r in self.replicas if r.serving)
+            starting = sum(1 for r in self.replicas if r.phase is Phase.STARTING)
+            draining = sum(1 for r in self.replicas if r.phase is Phase.STOPPING or r.draining)
+            return ReplicaCounts(ready, starting, draining)
+
+    def gates(self) -> list[tuple[str, str]]:
+        """(name, gate base URL) of every replica that takes new requests now."""
+        with self._lock:
+            return [(r.name, f"http://{LOOPBACK}:{r.ports.gate}") for r in self.replicas if r.serving]
+
+    def replica_seconds(self, now: float) -> float:
+        """Fleet time paid for: from each replica's request (not before 0) to its end (or ``now``)."""
+        with self._lock:
+            return sum(
+                max(0.0, (r.gone_at if r.gone_at is not None else now) - max(0.0, r.requested_at))
+                for r in self.replicas
+            )
+
+    def preemptions(self) -> float:
+        """Preemptions counted by every replica (stopped ones as of their last page)."""
+        with self._lock:
+            live = [r for r in self.replicas if r.phase in (Phase.READY, Phase.STARTING)]
+        for replica in live:
+            replica.preemptions = max(replica.preemptions, self._read_preemptions(replica))
+        return sum(r.preemptions for r in self.replicas)
+
+    # --- inside -------------------------------------------------------------------------------
+
+    def _provisioned(self) -> list[LocalReplica]:
+        return [r for r in self.replicas if r.phase in (Phase.STARTING, Phase.READY)]
+
+    def _removal_order(self, current: list[LocalReplica]) -> list[LocalReplica]:
+        starting = [r for r in reversed(current) if r.phase is Phase.STARTING]
+        marked = [r for r in current if r.phase is Phase.READY and r.marked]
+        rest = [r for r in reversed(current) if r.phase is Phase.READY and not r.marked]
+        return starting + marked + rest
+
+    def _launch(self, cold_start_s: float) -> LocalReplica:
+        name = f"{self.target.name}-{self._ordinal}"
+        self._ordinal += 1
+        ports = Ports.pick()
+        logs = [(self.recipe.log_dir / f"{name}-{part}.log").open("wb") for part in ("engine", "sidecar")]
+        argvs = [
+            self.recipe.engine_argv(ports, cold_start_s=cold_start_s, started_at=self.epoch()),
+            self.recipe.sidecar_argv(ports),
+        ]
+        processes = []
+        try:
+            for argv, out in zip(argvs, logs, strict=True):
+                processes.append(
+                    subprocess.Popen(
+                        argv,
+                        stdin=subprocess.DEVNULL,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
+        except OSError as exc:
+            for process in processes:
+                reap(process, 0.0)
+            for out in logs:
+                out.close()
+            raise LocalFleetError(f"cannot start replica {name}: {exc}") from exc
+        replica = LocalReplica(name, ports, processes, self.clock(), logs=logs)
+        self.replicas.append(replica)
+        log.info(
+            "%s: started (engine :%d, sidecar :%d, gate :%d)", name, ports.engine, ports.sidecar, ports.gate
+        )
+        return replica
+
+    def _stop_replica(self, replica: LocalReplica) -> None:
+        if replica.phase is Phase.READY:
+            replica.preemptions = max(replica.preemptions, self._read_preemptions(replica))
+        self._terminate(replica)
+        log.info("%s: stopping", replica.name)
+
+    def _terminate(self, replica: LocalReplica) -> None:
+        replica.phase = Phase.STOPPING
+        replica.stop_deadline = time.monotonic() + STOP_GRACE_S
+        for process in replica.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+
+    def _retire(self, replica: LocalReplica) -> None:
+        if replica.phase is not Phase.GONE:
+            replica.phase = Phase.GONE
+            replica.gone_at = self.clock()
+        for out in replica.logs:
+            out.close()
+
+    def _set_marked(self, names: Sequence[str], value: bool) -> None:
+        with self._lock:
+            for replica in self.replicas:
+                if replica.name in names:
+                    replica.marked = value
+
+    def _by_name(self, name: str) -> LocalReplica:
+        with self._lock:
+            for replica in self.replicas:
+                if replica.name == name:
+                    return replica
+        raise LocalFleetError(f"no replica named {name}")
+
+    def _read_preemptions(self, replica: LocalReplica) -> float:
+        value = self._probe.preemptions(replica.ports)
+        return replica.preemptions if value is None else value
+
+    def _check_failed_start(self) -> None:
+        with self._lock:
+            for replica in self.replicas:
+                if replica.phase is Phase.STARTING and any(p.poll() is not None for p in replica.processes):
+                    raise LocalFleetError(
+                        f"{replica.name} exited while starting (logs: {self.recipe.log_dir})"
+                    )
+
+    # --- the monitor thread -------------------------------------------------------------------
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.poll_interval):
+            with self._lock:
+                replicas = list(self.replicas)
+            poll_ready = time.monotonic() - self._last_ready_poll >= self.ready_poll_interval
+            if poll_ready:
+                self._last_ready_poll = time.monotonic()
+            for replica in replicas:
+                self._step(replica, poll_ready)
+
+    def _step(self, replica: LocalReplica, poll_ready: bool) -> None:
+        if replica.phase is Phase.STOPPING:
+            if (
+                all(p.poll() is not None for p in replica.processes)
+                or time.monotonic() > replica.stop_deadline
+            ):
+                for process in replica.processes:
+                    reap(process, 0.0)
+                with self._lock:
+                    self._retire(replica)
+            return
+        if replica.phase is Phase.GONE:
+            return
+        if any(p.poll() is not None for p in replica.processes):
+            log.warning("%s: a process exited unexpectedly (logs in %s)", replica.name, self.recipe.log_dir)
+            with self._lock:
+                self._terminate(replica)
+            return
+        if replica.phase is Phase.STARTING and self._probe.healthy(replica.ports):
+            with self._lock:
+                if replica.phase is Phase.STARTING:
+                    replica.phase, replica.ready_at = Phase.READY, self.clock()
+                    log.info("%s: ready", replica.name)
+        elif replica.phase is Phase.READY and poll_ready:
+            draining = not self._probe.sidecar_ready(replica.ports)
+            with self._lock:
+                replica.draining = draining

@@ -1,0 +1,223 @@
+"""The control loop: one reconcile = read → observe → decide → apply → audit, per target.
+
+``Controller.tick(now)`` reconciles every target; ``tick_target(name, now)`` one of them (the
+scheduler runs one job per target, so a slow or failing target never delays the others). ``now``
+is a parameter: scenario tests run thousands of ticks in virtual time.
+
+Rules a reconcile follows:
+
+* only the leader reconciles (``leader.is_leader()`` is checked before reading and again before
+  writing); a controller that becomes leader starts every policy from its initial state;
+* each policy decides at its own ``interval``, at most once per interval;
+* **an observation that fails transiently does not stop the tick: the policy gets an observation
+  with the replica counts and no signals** (every signal ``None``, ``replicas_reporting`` 0,
+  ``data_age`` ``None``), so its own "no data → hold" logic decides and the hold is audited with
+  its reason. The loop never invents numbers, and the policy is the one place that knows what to
+  do without them (a floor of ``replicas.min`` still applies, a scale-down never does);
+* a failure to read or to write the target (or a permanent observation failure, such as a bad
+  query) fails the reconcile: nothing more happens for that target, the policy's state is kept as
+  it was (the decision did not happen), and the target is retried after a kopf-style back-off —
+  ``backoff`` delays for consecutive transient failures (at least the API's Retry-After), and
+  ``permanent_retry`` after a permanent one, which is also reported as a Warning Event. Any other
+  exception is a bug: logged with its traceback, and backed off like a transient failure;
+* one target's failure never touches another target.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Protocol, TypeVar
+
+from fleetslo.control.actuators.fleet import FleetActuator, FleetState
+from fleetslo.control.audit import Auditor, Reconcile
+from fleetslo.control.ports import Source
+from fleetslo.core.errors import FleetSLOError, Permanent, RateLimited, Transient
+from fleetslo.core.model import Observation
+from fleetslo.core.spec import FleetSLO
+from fleetslo.policy.base import Policy
+
+log = logging.getLogger("fleetslo.loop")
+
+T = TypeVar("T")
+
+
+class Leadership(Protocol):
+    def is_leader(self) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """One FleetSLO and what observes, decides and acts for it."""
+
+    slo: FleetSLO
+    policy: Policy[Any]
+    source: Source
+    fleet: FleetActuator
+
+    @property
+    def name(self) -> str:
+        return self.slo.metadata.name
+
+
+class Throttle:
+    """Back-off after consecutive failures of one target (kopf's ``throttled``); reset on success."""
+
+    def __init__(self, delays: Sequence[float], permanent_retry: float) -> None:
+        self.delays = tuple(delays) or (1.0,)
+        self.permanent_retry = permanent_retry
+        self.failures = 0
+        self.retry_at = float("-inf")
+
+    def ready(self, now: float) -> bool:
+        return now >= self.retry_at
+
+    def success(self) -> None:
+        self.failures, self.retry_at = 0, float("-inf")
+
+    def failure(self, now: float, exc: BaseException) -> float:
+        """Record a failure at ``now``; returns the delay before the next attempt."""
+        if isinstance(exc, Permanent):
+            delay = self.permanent_retry
+        else:
+            delay = self.delays[min(self.failures, len(self.delays) - 1)]
+            if isinstance(exc, RateLimited) and exc.retry_after:
+                delay = max(delay, exc.retry_after)
+        self.failures += 1
+        self.retry_at = now + delay
+        return delay
+
+
+class Outcome(StrEnum):
+    """What ``tick_target`` did (for tests and the scheduler's logs)."""
+
+    FOLLOWER = "follower"
+    BACKING_OFF = "backing_off"
+    NOT_DUE = "not_due"
+    DECIDED = "decided"
+    FAILED = "failed"
+
+
+@dataclass
+class _Runtime:
+    policy_state: Any
+    throttle: Throttle
+    next_decision: float = float("-inf")
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class _Failed(Exception):
+    def __init__(self, stage: str, cause: BaseException) -> None:
+        super().__init__(stage)
+        self.stage, self.cause = stage, cause
+
+
+class Controller:
+    """Reconciles every bound target; thread-safe per target (one reconcile of a target at a time)."""
+
+    def __init__(
+        self,
+        bindings: Sequence[Binding],
+        auditor: Auditor,
+        *,
+        leader: Leadership,
+        backoff: Sequence[float] = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0),
+        permanent_retry: float = 600.0,
+        perf_clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.bindings = {b.name: b for b in bindings}
+        self.auditor, self.leader, self.perf_clock = auditor, leader, perf_clock
+        self._backoff, self._permanent_retry = tuple(backoff), permanent_retry
+        self._runtime = {name: self._fresh(b) for name, b in self.bindings.items()}
+        self._leading = False
+        self._leading_lock = threading.Lock()
+
+    def _fresh(self, binding: Binding) -> _Runtime:
+        return _Runtime(
+            binding.policy.initial_state(binding.slo.spec), Throttle(self._backoff, self._permanent_retry)
+        )
+
+    def tick(self, now: float) -> dict[str, Outcome]:
+        """Reconcile every target once (as due); returns what happened to each."""
+        return {name: self.tick_target(name, now) for name in self.bindings}
+
+    def tick_target(self, name: str, now: float) -> Outcome:
+        if not self._check_leader():
+            return Outcome.FOLLOWER
+        binding, runtime = self.bindings[name], self._runtime[name]
+        with runtime.lock:
+            if not runtime.throttle.ready(now):
+                return Outcome.BACKING_OFF
+            if now < runtime.next_decision:
+                return Outcome.NOT_DUE
+            started = self.perf_clock()
+            try:
+                return self._reconcile(binding, runtime, now)
+            finally:
+                self.auditor.metrics.tick_duration.observe(max(0.0, self.perf_clock() - started))
+
+    def _check_leader(self) -> bool:
+        """Whether we lead; on becoming leader, every policy starts over from its initial state."""
+        leading = self.leader.is_leader()
+        with self._leading_lock:
+            if leading and not self._leading:
+                for name, binding in self.bindings.items():
+                    with self._runtime[name].lock:
+                        self._runtime[name] = self._fresh(binding)
+            self._leading = leading
+        return leading
+
+    def _reconcile(self, b: Binding, runtime: _Runtime, now: float) -> Outcome:
+        target = b.slo.spec.target
+        with self.auditor.span(b.name, target) as span:
+            try:
+                record, state = self._decide_and_apply(b, runtime, now)
+            except _Failed as failed:
+                delay = runtime.throttle.failure(now, failed.cause)
+                self.auditor.failed(b.name, target, failed.stage, failed.cause, retry_in=delay, span=span)
+                return Outcome.FAILED
+            if record is None:
+                return Outcome.FOLLOWER
+            runtime.policy_state, runtime.next_decision = state, now + b.policy.interval
+            runtime.throttle.success()
+            self.auditor.decided(record, span)
+            return Outcome.DECIDED
+
+    def _decide_and_apply(self, b: Binding, runtime: _Runtime, now: float) -> tuple[Reconcile | None, Any]:
+        target = b.slo.spec.target
+        before = _stage("read", lambda: b.fleet.read(target))
+        obs, observe_error = self._observe(b, before, now)
+        decision, state = _stage(
+            "decide", lambda: b.policy.decide(obs, runtime.policy_state, b.slo.spec, now)
+        )
+        if not self.leader.is_leader():
+            return None, state  # lost the lease while deciding: someone else may act now
+        outcome = _stage("apply", lambda: b.fleet.apply(target, decision, before))
+        return Reconcile(b.name, target, before, obs, decision, outcome, observe_error), state
+
+    def _observe(
+        self, b: Binding, before: FleetState, now: float
+    ) -> tuple[Observation, FleetSLOError | None]:
+        counts = before.scale.counts
+        try:
+            obs = _stage("observe", lambda: b.source.observe(b.slo, counts, before.batch_limit, now))
+        except _Failed as failed:
+            if not isinstance(failed.cause, Transient):
+                raise
+            self.auditor.observe_failed(b.name, b.slo.spec.target, failed.cause)
+            window = max(b.slo.spec.objectives.ttft.window, b.slo.spec.objectives.tpot.window)
+            blind = Observation(b.name, now, window, counts, batch_limit=before.batch_limit)
+            return blind, failed.cause
+        return obs, None
+
+
+def _stage(stage: str, call: Callable[[], T]) -> T:
+    """Run one stage; any failure leaves as ``_Failed(stage, cause)``."""
+    try:
+        return call()
+    except Exception as exc:
+        raise _Failed(stage, exc) from exc

@@ -1,0 +1,343 @@
+"""``fleetslo run``: settings and FleetSLO specs in, a running controller out.
+
+``build`` wires the parts — source, policy, actuators (wrapped: ``DryRun*`` for advisory targets or
+``--dry-run``, ``Measured*`` always), auditor, leader election — and ``serve`` runs them: an
+APScheduler ``BackgroundScheduler`` with one job per target (``max_instances=1``, ``coalesce=True``:
+a target never has two overlapping reconciles, and a late job runs once, not in a burst), the
+election on its own thread, and ``/healthz``, ``/readyz``, ``/metrics`` on a small HTTP server.
+Shutdown stops the scheduler (waiting for running reconciles), releases the lease and closes.
+
+Files and the environment are read by ``cli.py`` and handed in as ``Environment``.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from apscheduler.executors.pool import ThreadPoolExecutor as SchedulerPool
+from apscheduler.schedulers.background import BackgroundScheduler
+from kubernetes import client
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from fleetslo.control.actuators.engine_args import EngineArgsActuator
+from fleetslo.control.actuators.fleet import FleetActuator
+from fleetslo.control.actuators.gate import GateActuator
+from fleetslo.control.actuators.kubernetes import KubeReplicaActuator
+from fleetslo.control.actuators.wrappers import (
+    DryRunBatchLimit,
+    DryRunDrainer,
+    DryRunMarker,
+    DryRunReplicas,
+    MeasuredBatchLimit,
+    MeasuredDrainer,
+    MeasuredMarker,
+    MeasuredReplicas,
+    PodMarker,
+)
+from fleetslo.control.audit import Auditor
+from fleetslo.control.instruments import ControllerMetrics
+from fleetslo.control.kube.client import connect
+from fleetslo.control.kube.events import KubeEventRecorder
+from fleetslo.control.kube.lease import KubeLeaseLock
+from fleetslo.control.kube.pods import KubePodDirectory, KubePodMarker
+from fleetslo.control.kube.workloads import Workloads
+from fleetslo.control.leader import AlwaysLeader, LeaderElector
+from fleetslo.control.loop import Binding, Controller
+from fleetslo.control.ports import BatchLimitActuator, Drainer, PodDirectory, ReplicaActuator, Source
+from fleetslo.control.settings import ControllerSettings, SourceKind
+from fleetslo.control.sources.direct import DirectSource
+from fleetslo.control.sources.prometheus import PrometheusClient, PrometheusSource
+from fleetslo.core.config import parse_listen
+from fleetslo.core.errors import ConfigError
+from fleetslo.core.spec import BatchActuator, FleetSLO, Mode
+from fleetslo.policy.registry import check_options, make_policy
+
+log = logging.getLogger("fleetslo.run")
+
+
+@dataclass(frozen=True)
+class Environment:
+    """What ``cli.py`` read from outside the process for ``fleetslo run``."""
+
+    in_pod: bool
+    identity: str
+    prometheus_token: Callable[[], str | None] = lambda: None
+    gate_token: str | None = None
+
+
+@dataclass(frozen=True)
+class Actuators:
+    """The shared, unwrapped actuators; ``make_fleet`` wraps them per target."""
+
+    replicas: ReplicaActuator
+    engine_args: BatchLimitActuator | None = None
+    #: Both a ``BatchLimitActuator`` and a ``Drainer`` (the sidecar gate's admin API), if configured.
+    gate: GateActuator | None = None
+    marker: PodMarker | None = None
+
+
+@dataclass
+class Running:
+    """A built controller and what must be closed when it stops."""
+
+    controller: Controller
+    metrics: ControllerMetrics
+    elector: LeaderElector | None
+    closers: list[Callable[[], None]] = field(default_factory=list)
+
+
+def make_fleet(
+    slo: FleetSLO, actuators: Actuators, metrics: ControllerMetrics, *, dry_run: bool, drain: bool
+) -> FleetActuator:
+    """The target's ``FleetActuator``: its batch knob, drain when possible, dry-run and measured wrappers."""
+    name, spec = slo.metadata.name, slo.spec
+    batch: BatchLimitActuator | None = {
+        BatchActuator.GATE: actuators.gate, BatchActuator.ENGINE_ARGS: actuators.engine_args,
+    }.get(spec.batch_limit.actuator)  # fmt: skip
+    drainer: Drainer | None = actuators.gate if drain and actuators.gate is not None else None
+    replicas, marker = actuators.replicas, actuators.marker
+    if dry_run or spec.mode == Mode.ADVISORY:
+        replicas = DryRunReplicas(replicas)
+        batch = DryRunBatchLimit(batch) if batch is not None else None
+        drainer = DryRunDrainer() if drainer is not None else None
+        marker = DryRunMarker() if marker is not None else None
+    return FleetActuator(
+        MeasuredReplicas(replicas, metrics, name),
+        MeasuredBatchLimit(batch, metrics, name) if batch is not None else None,
+        MeasuredDrainer(drainer, metrics, name) if drainer is not None else None,
+        MeasuredMarker(marker, metrics, name) if marker is not None else None,
+    )
+
+
+def make_source(settings: ControllerSettings, env: Environment, pods: PodDirectory) -> Source:
+    if settings.source.kind == SourceKind.DIRECT:
+        d = settings.source.direct
+        return DirectSource(pods, port=d.port, scheme=d.scheme, timeout=d.timeout,
+                            interval=settings.interval, gpu_utilization=d.gpu_utilization)  # fmt: skip
+    p = settings.source.prometheus
+    verify: ssl.SSLContext | bool = not p.insecure_skip_verify
+    if p.ca_file and not p.insecure_skip_verify:
+        try:
+            verify = ssl.create_default_context(cafile=p.ca_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(f"source.prometheus.ca_file: cannot load {p.ca_file} ({exc})") from exc
+    prom = PrometheusClient(p.url, timeout=p.timeout, token=env.prometheus_token, verify=verify)
+    return PrometheusSource(prom, max_age=p.max_age, namespace_label=p.namespace_label,
+                            pod_label=p.pod_label, extra_matchers=p.extra_matchers)  # fmt: skip
+
+
+def make_gate(settings: ControllerSettings, env: Environment, pods: PodDirectory) -> GateActuator:
+    """The gate actuator: live batch limit and drain through each pod's gate admin API."""
+    if not env.gate_token:
+        raise ConfigError("gate.token_file: required when a FleetSLO uses batch_limit.actuator: gate")
+    g = settings.gate
+    return GateActuator(pods, env.gate_token, admin_port=g.admin_port, timeout=g.timeout,
+                        drain_timeout=g.drain_timeout)  # fmt: skip
+
+
+def build(
+    settings: ControllerSettings,
+    specs: Sequence[FleetSLO],
+    env: Environment,
+    api: client.ApiClient | None = None,
+) -> Running:
+    """Every part of a controller for ``specs``, connected to the cluster (``api``, or ``connect``)."""
+    check_options(settings.policy, settings.policy_options)  # a typo stops here, before any cluster call
+    api = api or connect(settings.kubernetes, in_pod=env.in_pod)
+    workloads = Workloads(api)
+    pods = KubePodDirectory(api, workloads)
+    uses = {s.spec.batch_limit.actuator for s in specs}
+    actuators = Actuators(
+        KubeReplicaActuator(workloads),
+        EngineArgsActuator(workloads, time.monotonic, **settings.engine_args.model_dump())
+        if BatchActuator.ENGINE_ARGS in uses else None,
+        make_gate(settings, env, pods) if BatchActuator.GATE in uses else None,
+        KubePodMarker(api, settings.drain.deletion_cost),
+    )  # fmt: skip
+    elector = _elector(settings, env, api)
+    leader = elector or AlwaysLeader()
+    metrics = ControllerMetrics(leader.is_leader)
+    source = make_source(settings, env, pods)
+    events = None if settings.dry_run else KubeEventRecorder(api, settings.kubernetes.component, time.time)
+    bindings = [
+        Binding(slo, make_policy(settings.policy, slo.spec, **settings.policy_options), source,
+                make_fleet(slo, actuators, metrics, dry_run=settings.dry_run, drain=settings.drain.enabled))
+        for slo in specs
+    ]  # fmt: skip
+    tracer, tracer_shutdown = make_tracer(settings)
+    auditor = Auditor(metrics, events, tracer)
+    controller = Controller(bindings, auditor, leader=leader, backoff=settings.backoff,
+                            permanent_retry=settings.permanent_retry)  # fmt: skip
+    closers = [c for c in (getattr(source, "close", None),) if c is not None]
+    if actuators.gate is not None:
+        closers.append(actuators.gate.close)
+    if tracer_shutdown is not None:
+        closers.append(tracer_shutdown)
+    return Running(controller, metrics, elector, closers)
+
+
+def _elector(settings: ControllerSettings, env: Environment, api: client.ApiClient) -> LeaderElector | None:
+    le = settings.leader_election
+    if not le.enabled:
+        return None
+    return LeaderElector(
+        KubeLeaseLock(api, le.namespace, le.name), le.identity or env.identity,
+        lease_duration=le.lease_duration, renew_deadline=le.renew_deadline, retry_period=le.retry_period,
+        clock=time.monotonic, wall=time.time,
+    )  # fmt: skip
+
+
+def make_tracer(settings: ControllerSettings) -> tuple[Any, Callable[[], None] | None]:
+    """A tracer exporting over OTLP/HTTP when an endpoint is configured (and its shutdown, which
+    flushes the last spans); a no-op tracer otherwise."""
+    from opentelemetry import trace
+
+    if not settings.otlp_endpoint:
+        return trace.NoOpTracer(), None
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider(resource=Resource.create({"service.name": "fleetslo-controller"}))
+    provider.add_span_processor(
+        BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{settings.otlp_endpoint}/v1/traces"))
+    )
+    return provider.get_tracer("fleetslo.controller"), provider.shutdown
+
+
+# --------------------------------------------------------------------------------------------
+# running: scheduler, election thread, health and metrics endpoints
+# --------------------------------------------------------------------------------------------
+
+
+class Heartbeat:
+    """When each target's job last ran (any outcome), for ``/healthz`` and ``/readyz``."""
+
+    def __init__(self, names: Sequence[str], clock: Callable[[], float] = time.monotonic) -> None:
+        self.names, self.clock = list(names), clock
+        self._beats: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def beat(self, name: str) -> None:
+        with self._lock:
+            self._beats[name] = self.clock()
+
+    def ready(self) -> bool:
+        with self._lock:
+            return all(n in self._beats for n in self.names)
+
+    def healthy(self, max_silence: float) -> bool:
+        now = self.clock()
+        with self._lock:
+            return all(now - self._beats.get(n, now) <= max_silence for n in self.names)
+
+
+class Service:
+    """A built controller, running: ``start()``, then ``stop()`` (or ``serve(stop_event)``)."""
+
+    def __init__(
+        self, running: Running, settings: ControllerSettings, wall: Callable[[], float] = time.time
+    ) -> None:
+        self.running, self.settings, self.wall = running, settings, wall
+        self.heartbeat = Heartbeat(list(running.controller.bindings))
+        silence = max(60.0, 5 * settings.interval)
+        self.server = _http_server(settings, running.metrics, self.heartbeat, max_silence=silence)
+        self.scheduler = _scheduler(running.controller, self.heartbeat, settings.interval, wall)
+        self._election_stop = threading.Event()
+        self._election: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_address[1])
+
+    def start(self) -> Service:
+        threading.Thread(target=self.server.serve_forever, name="fleetslo-http", daemon=True).start()
+        if self.running.elector is not None:
+            self._election = threading.Thread(
+                target=self.running.elector.run,
+                args=(self._election_stop,),
+                name="fleetslo-lease",
+                daemon=True,
+            )
+            self._election.start()
+        self.scheduler.start()
+        log.info("controller running: %d target(s), serving on port %d", len(self.heartbeat.names), self.port)
+        return self
+
+    def stop(self) -> None:
+        """Stop ticking (waiting for running reconciles), release the lease, close everything."""
+        self.scheduler.shutdown(wait=True)
+        self._election_stop.set()
+        if self._election is not None:
+            self._election.join(timeout=15)  # the elector releases the lease on its way out
+        self.server.shutdown()
+        self.server.server_close()
+        for close in self.running.closers:
+            close()
+
+    def serve(self, stop: threading.Event) -> None:
+        """Run until ``stop`` is set."""
+        self.start()
+        try:
+            stop.wait()
+        finally:
+            self.stop()
+
+
+def _scheduler(controller: Controller, heartbeat: Heartbeat, interval: float,
+               wall: Callable[[], float]) -> BackgroundScheduler:  # fmt: skip
+    workers = max(1, min(16, len(controller.bindings)))
+    scheduler = BackgroundScheduler(executors={"default": SchedulerPool(workers)}, timezone="UTC")
+    for name in controller.bindings:
+
+        def job(name: str = name) -> None:
+            controller.tick_target(name, wall())
+            heartbeat.beat(name)
+
+        # max_instances=1: never two reconciles of one target at once; coalesce: a late job runs once.
+        scheduler.add_job(
+            job, "interval", seconds=interval, id=name, max_instances=1, coalesce=True,
+            misfire_grace_time=max(1, int(interval)), next_run_time=datetime.now(UTC),
+        )  # fmt: skip
+    return scheduler
+
+
+def _http_server(settings: ControllerSettings, metrics: ControllerMetrics, heartbeat: Heartbeat,
+                 max_silence: float) -> ThreadingHTTPServer:  # fmt: skip
+    host, port = parse_listen(settings.listen)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.startswith("/metrics"):
+                self._answer(200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST)
+            elif self.path.startswith("/healthz"):
+                ok = heartbeat.healthy(max_silence)
+                self._answer(200 if ok else 503, b"ok\n" if ok else b"reconciles stalled\n")
+            elif self.path.startswith("/readyz"):
+                ok = heartbeat.ready()
+                self._answer(200 if ok else 503, b"ready\n" if ok else b"starting\n")
+            else:
+                self._answer(404, b"not found\n")
+
+        def _answer(self, status: int, body: bytes, content_type: str = "text/plain; charset=utf-8") -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *_: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    server.daemon_threads = True
+    return server

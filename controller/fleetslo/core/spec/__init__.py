@@ -1,0 +1,35 @@
+"""The FleetSLO spec: the version the code is written against (``v1``), re-exported."""
+
+from fleetslo.core.spec.v1 import (
+    Availability,
+    BatchActuator,
+    BatchLimit,
+    Cost,
+    FleetSLO,
+    FleetSLOSpec,
+    Metadata,
+    Mode,
+    Objective,
+    Objectives,
+    Replicas,
+    Target,
+    TargetKind,
+    load_fleetslo_documents,
+)
+
+__all__ = [
+    "Availability",
+    "BatchActuator",
+    "BatchLimit",
+    "Cost",
+    "FleetSLO",
+    "FleetSLOSpec",
+    "Metadata",
+    "Mode",
+    "Objective",
+    "Objectives",
+    "Replicas",
+    "Target",
+    "TargetKind",
+    "load_fleetslo_documents",
+]

@@ -1,0 +1,166 @@
+"""The FleetSLO spec, version 1 (``apiVersion: fleetslo/v1``, ``kind: FleetSLO``): the contract in DESIGN.md.
+
+One document per scaled target. Each version of the spec lives in its own module (as sloth keeps
+``pkg/prometheus/api/v1``) so a future ``v2`` can sit beside it with a conversion; ``fleetslo.core.spec``
+re-exports the version the rest of the code is written against.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from fleetslo.core.config import Frozen, PositiveDuration, load
+from fleetslo.core.errors import ConfigError
+
+
+class TargetKind(StrEnum):
+    DEPLOYMENT = "Deployment"
+    STATEFULSET = "StatefulSet"
+    LEADERWORKERSET = "LeaderWorkerSet"
+
+
+class Target(Frozen):
+    """The workload that serves one model and the name vLLM reports it under."""
+
+    kind: TargetKind = TargetKind.DEPLOYMENT
+    namespace: str = Field(default="default", min_length=1, max_length=63)
+    name: str = Field(min_length=1, max_length=253)
+    model_name: str = Field(min_length=1)
+
+
+class Objective(Frozen):
+    """``quantile`` of a latency must stay at or under ``threshold`` over ``window``.
+
+    ``buckets`` are the latency histogram's bucket edges when vLLM runs with
+    ``--custom-histogram-buckets`` (unset: vLLM's defaults). Alert rules count requests over the
+    threshold from the bucket at the threshold, so they need to know which edges exist.
+    """
+
+    quantile: float = Field(default=0.9, gt=0, lt=1)
+    threshold: PositiveDuration
+    window: PositiveDuration = 60.0
+    buckets: tuple[float, ...] | None = None
+
+    @field_validator("buckets")
+    @classmethod
+    def _check_buckets(cls, value: tuple[float, ...] | None) -> tuple[float, ...] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("must list at least one bucket edge (or be left out)")
+        if any(b <= 0 for b in value) or any(b >= a for b, a in itertools.pairwise(value)):
+            raise ValueError("edges must be positive and strictly increasing, as vLLM requires")
+        return value
+
+
+class Availability(Frozen):
+    """Optional: the share of requests that must finish without an error."""
+
+    target: float = Field(gt=0, lt=1)
+
+
+#: Bounds on the error-budget period: at least a day, at most a year.
+PERIOD_MIN, PERIOD_MAX = 86_400.0, 366 * 86_400.0
+
+
+class Objectives(Frozen):
+    """The latency objectives, and the period their error budget is counted over (default 28d)."""
+
+    ttft: Objective
+    tpot: Objective
+    availability: Availability | None = None
+    period: PositiveDuration = 28 * 86_400.0
+
+    @field_validator("period")
+    @classmethod
+    def _check_period(cls, value: float) -> float:
+        if not PERIOD_MIN <= value <= PERIOD_MAX:
+            raise ValueError("must be between 1d and 366d")
+        return value
+
+
+class Replicas(Frozen):
+    """Bounds on the replica count, and how long a new replica takes to serve."""
+
+    min: int = Field(default=1, ge=0, le=10_000)
+    max: int = Field(ge=1, le=10_000)
+    cold_start: PositiveDuration = 300.0
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Replicas:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must be <= max ({self.max})")
+        return self
+
+
+class BatchActuator(StrEnum):
+    GATE = "gate"
+    ENGINE_ARGS = "engine-args"
+    NONE = "none"
+
+
+class BatchLimit(Frozen):
+    """Bounds on the per-replica concurrent-sequence limit and how it is applied."""
+
+    min: int = Field(default=1, ge=1, le=65_536)
+    max: int = Field(default=256, ge=1, le=65_536)
+    actuator: BatchActuator = BatchActuator.NONE
+
+    @model_validator(mode="after")
+    def _ordered(self) -> BatchLimit:
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must be <= max ({self.max})")
+        return self
+
+
+class Cost(Frozen):
+    per_replica_hour: float = Field(default=0.0, ge=0)
+    gpus_per_replica: int = Field(default=1, ge=1, le=64)
+
+
+class Mode(StrEnum):
+    ENFORCE = "enforce"
+    ADVISORY = "advisory"
+
+
+class Metadata(Frozen):
+    name: str = Field(min_length=1, max_length=253)
+
+
+class FleetSLOSpec(Frozen):
+    target: Target
+    objectives: Objectives
+    replicas: Replicas
+    batch_limit: BatchLimit = BatchLimit()
+    cost: Cost = Cost()
+    mode: Mode = Mode.ENFORCE
+
+
+class FleetSLO(Frozen):
+    """One scaled target and the latency objectives fleetslo holds it to."""
+
+    api_version: Literal["fleetslo/v1"] = Field(alias="apiVersion")
+    kind: Literal["FleetSLO"]
+    metadata: Metadata
+    spec: FleetSLOSpec
+
+
+def load_fleetslo_documents(documents: list[Any], source: str) -> list[FleetSLO]:
+    """Every FleetSLO in a multi-document YAML file; names must be unique."""
+    specs = []
+    for i, doc in enumerate(d for d in documents if d is not None):
+        if not isinstance(doc, Mapping):
+            raise ConfigError(f"{source}: document {i} is not a mapping")
+        specs.append(load(FleetSLO, doc, f"{source}[{i}]"))
+    names = [s.metadata.name for s in specs]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ConfigError(f"{source}: metadata.name must be unique (repeated: {', '.join(duplicates)})")
+    if not specs:
+        raise ConfigError(f"{source}: no FleetSLO document found")
+    return specs

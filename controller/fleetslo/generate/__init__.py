@@ -1,0 +1,1 @@
+"""Generated artifacts: alert and recording rules, routing and Grafana dashboards from the FleetSLO spec."""

@@ -1,0 +1,179 @@
+"""The sidecar's Prometheus collector: fresh metric families built from the tracker on each scrape.
+
+A custom collector on a private registry (DESIGN guideline 7): no global gauges, nothing to
+``clear()``, and a series that cannot be computed this time is simply not yielded, so it vanishes
+instead of showing a stale or zero value. Reads the tracker only; never scrapes vLLM itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    InfoMetricFamily,
+    UnknownMetricFamily,
+)
+from prometheus_client.registry import Collector
+
+from fleetslo import __version__
+from fleetslo.core import conventions as cv
+from fleetslo.core.model import Quantiles
+from fleetslo.sidecar.exporter.signals import ExactLatency, WindowSignals, prefer_exact
+from fleetslo.sidecar.exporter.tracker import EngineTracker
+from fleetslo.sidecar.thresholds import SloThresholds
+
+#: Error reasons pre-created at 0 so ``rate()`` sees the first failure as an increase.
+KNOWN_SCRAPE_ERRORS = ("connect", "timeout", "http_status", "parse", "no_vllm_metrics")
+
+#: Label values of the ``source`` label: where a latency quantile came from.
+SOURCE_VLLM = cv.LatencySource.VLLM.value
+
+_M, _Q, _W, _S = cv.MODEL_LABEL, cv.LABEL_QUANTILE, cv.LABEL_WINDOW, cv.LABEL_SLO
+
+
+class EngineCollector(Collector):
+    """Yields the vLLM-derived families of one sidecar."""
+
+    def __init__(
+        self, tracker: EngineTracker, windows: Sequence[float], slo: SloThresholds, vllm_url: str
+    ) -> None:
+        self.tracker = tracker
+        self.windows = tuple(windows)
+        self.slo = slo
+        self.vllm_url = vllm_url
+        #: Exact per-request latency (the gate); when set, TTFT/TPOT prefer it (``prefer_exact``).
+        self.exact: ExactLatency | None = None
+
+    def collect(
+        self,
+    ) -> Iterator[GaugeMetricFamily | CounterMetricFamily | InfoMetricFamily | UnknownMetricFamily]:
+        yield from self._health()
+        signals = self.signals()
+        yield from self._latency(signals)
+        yield from self._attainment(signals)
+        yield from self._rates(signals)
+        yield from self._gauges()
+
+    def signals(self) -> list[WindowSignals]:
+        """The signals this collector would publish now (the OTLP bridge pushes the same)."""
+        signals = self.tracker.signals(self.windows, self.slo)
+        if self.exact is None:
+            return signals
+        return prefer_exact(signals, self.exact, self.tracker.tolerance, self.slo)
+
+    def _health(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily | InfoMetricFamily]:
+        t = self.tracker
+        up = GaugeMetricFamily(cv.ENGINE_UP, "1 if the last scrape of vLLM succeeded", labels=[_M])
+        for model in t.known_models or ("",):
+            up.add_metric([model], 1.0 if t.up else 0.0)
+        yield up
+        if t.last_duration is not None:
+            yield GaugeMetricFamily(
+                cv.ENGINE_SCRAPE_DURATION, "Duration of the last scrape of vLLM", value=t.last_duration
+            )
+        if t.last_success_at is not None:
+            yield GaugeMetricFamily(
+                cv.ENGINE_LAST_SUCCESS, "Unix time of the last successful scrape", value=t.last_success_at
+            )
+        errors = CounterMetricFamily(
+            cv.ENGINE_SCRAPE_ERRORS, "Failed scrapes of vLLM by reason", labels=["reason"]
+        )
+        for reason in sorted(set(KNOWN_SCRAPE_ERRORS) | set(t.errors)):
+            errors.add_metric([reason], float(t.errors.get(reason, 0)))
+        yield errors
+        yield InfoMetricFamily(
+            cv.EXPORTER_INFO,
+            "fleetslo sidecar build and target",
+            value={"version": __version__, "vllm_url": self.vllm_url},
+        )
+
+    def _latency(self, signals: Sequence[WindowSignals]) -> Iterator[UnknownMetricFamily]:
+        specs = (
+            (cv.TTFT_SECONDS, "Time to first token quantile over the window", "ttft"),
+            (cv.ITL_SECONDS, "Inter-token latency quantile over the window", "itl"),
+            (cv.TPOT_SECONDS, "Per-request time per output token quantile over the window", "tpot"),
+        )
+        for name, help_text, field in specs:
+            # Untyped, not gauge: a gauge may not carry a ``quantile`` label (promtool lint), and
+            # a summary would need cumulative _count/_sum per window that mean nothing here.
+            family = UnknownMetricFamily(name, help_text, labels=[_M, _Q, _W, cv.LABEL_SOURCE])
+            for s in signals:
+                _add_quantiles(family, s, getattr(s, field), s.source_of(field))
+            yield family
+
+    def _attainment(self, signals: Sequence[WindowSignals]) -> Iterator[GaugeMetricFamily]:
+        ratio = GaugeMetricFamily(
+            cv.SLO_ATTAINMENT, "Share of requests within the SLO threshold", labels=[_M, _S, _W]
+        )
+        exact = GaugeMetricFamily(
+            cv.SLO_THRESHOLD_EXACT,
+            "1 if the threshold is a bucket edge (exact ratio), 0 if interpolated",
+            labels=[_M, _S],
+        )
+        seen: set[tuple[str, str]] = set()
+        for s in signals:
+            for slo, fraction in ((cv.SloName.TTFT, s.ttft_attainment), (cv.SloName.TPOT, s.tpot_attainment)):
+                if fraction is None:
+                    continue
+                ratio.add_metric([s.model_name, slo, cv.window_label(s.window)], fraction.value)
+                if (s.model_name, slo) not in seen:
+                    seen.add((s.model_name, slo))
+                    exact.add_metric([s.model_name, slo], 1.0 if fraction.exact else 0.0)
+        yield ratio
+        yield exact
+        yield from self._thresholds()
+
+    def _thresholds(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(cv.SLO_THRESHOLD_SECONDS, "Configured SLO threshold", labels=[_M, _S])
+        for model in self.tracker.known_models:
+            for slo, value in ((cv.SloName.TTFT, self.slo.ttft), (cv.SloName.TPOT, self.slo.tpot)):
+                if value is not None:
+                    family.add_metric([model, slo], value)
+        yield family
+
+    def _rates(self, signals: Sequence[WindowSignals]) -> Iterator[GaugeMetricFamily]:
+        rps = GaugeMetricFamily(
+            cv.REQUESTS_PER_SECOND, "Finished requests per second over the window", labels=[_M, _W]
+        )
+        tps = GaugeMetricFamily(
+            cv.GENERATION_TOKENS_PER_SECOND, "Generated tokens per second over the window", labels=[_M, _W]
+        )
+        count = GaugeMetricFamily(cv.WINDOW_REQUESTS, "Finished requests in the window", labels=[_M, _W])
+        for s in signals:
+            labels = [s.model_name, cv.window_label(s.window)]
+            _maybe(rps, labels, s.requests_per_second)
+            _maybe(tps, labels, s.generation_tokens_per_second)
+            _maybe(count, labels, s.requests)
+        yield from (rps, tps, count)
+
+    def _gauges(self) -> Iterator[GaugeMetricFamily]:
+        specs = (
+            (cv.REQUESTS_RUNNING, "Requests in the running batch (latest scrape)", cv.Gauge.RUNNING),
+            (cv.REQUESTS_WAITING, "Requests waiting for a batch slot (latest scrape)", cv.Gauge.WAITING),
+            (
+                cv.KV_CACHE_USAGE,
+                "KV-cache usage 0-1, mean over engines (latest scrape)",
+                cv.Gauge.KV_CACHE_USAGE,
+            ),
+        )
+        for name, help_text, gauge in specs:
+            family = GaugeMetricFamily(name, help_text, labels=[_M])
+            for model, snapshot in sorted(self.tracker.latest.items()):
+                _maybe(family, [model], snapshot.gauge(gauge))
+            yield family
+
+
+def _add_quantiles(family: UnknownMetricFamily, s: WindowSignals, q: Quantiles, source: str) -> None:
+    for quantile in cv.QUANTILES:
+        labels = [s.model_name, cv.quantile_label(quantile), cv.window_label(s.window), source]
+        _maybe(family, labels, q.at(quantile))
+
+
+def _maybe(
+    family: GaugeMetricFamily | UnknownMetricFamily, labels: Iterable[str], value: float | None
+) -> None:
+    """Add a sample only when the value exists: absent stays absent, never 0."""
+    if value is not None:
+        family.add_metric(list(labels), value)

@@ -1,0 +1,102 @@
+"""The gate as one object the sidecar starts and stops: proxy listener, admin listener, state.
+
+``Gate`` owns the admission state, the stats, the upstream connection pool and the two aiohttp
+listeners, and hands the sidecar what it needs: a collector for ``/metrics``, the windows of
+exact latency, and a readiness check (not ready while draining). Wiring only; the rules live in
+``admission``, ``proxy`` and ``admin``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+import aiohttp
+from aiohttp import web
+
+from fleetslo.core.config import parse_listen
+from fleetslo.sidecar.gate.admin import admin_app
+from fleetslo.sidecar.gate.admission import Admission
+from fleetslo.sidecar.gate.collector import GateCollector
+from fleetslo.sidecar.gate.proxy import Proxy
+from fleetslo.sidecar.gate.stats import GateStats, GateWindows
+from fleetslo.sidecar.settings import GateServerSettings
+from fleetslo.sidecar.thresholds import SloThresholds
+
+log = logging.getLogger("fleetslo.gate")
+
+#: How long a new upstream connection may take; a loopback vLLM that needs more is not there.
+CONNECT_TIMEOUT = 10.0
+#: Idle upstream connections are dropped after this long: under uvicorn's 5 s keep-alive (vLLM's
+#: server), so the gate rarely reuses a connection that vLLM is closing.
+UPSTREAM_KEEPALIVE = 4.0
+
+
+class Gate:
+    """The admission gate of one sidecar."""
+
+    def __init__(
+        self, settings: GateServerSettings, slo: SloThresholds | None = None, ring_size: int = 64
+    ) -> None:
+        self.settings = settings
+        slo = slo or SloThresholds()
+        self.admission = Admission(settings.max_inflight, settings.max_queue)
+        self.stats = GateStats(slo.ttft, slo.tpot)
+        self.windows = GateWindows(self.stats, ring_size)
+        self.collector = GateCollector(self.admission, self.stats)
+        self.port: int | None = None
+        self.admin_port: int | None = None
+        self._runners: list[web.AppRunner] = []
+        self._session: aiohttp.ClientSession | None = None
+
+    def not_ready(self) -> str | None:
+        """The sidecar's readiness check: Kubernetes stops routing here while draining."""
+        return "gate draining" if self.admission.draining else None
+
+    async def start(self) -> None:
+        """Open the upstream pool and bind both listeners (port 0 picks a free one)."""
+        s = self.settings
+        # No pool limit: admission bounds generation requests; the pool must never add a second,
+        # hidden queue. Bytes stay as vLLM sent them (no decompression, no added headers).
+        connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=UPSTREAM_KEEPALIVE)
+        self._session = aiohttp.ClientSession(
+            connector=connector, auto_decompress=False,
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT),
+            skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
+        )  # fmt: skip
+        proxy = Proxy(
+            upstream=s.upstream, admission=self.admission, stats=self.stats,
+            queue_timeout=s.queue_timeout, max_body=s.max_body, session=self._session,
+        )  # fmt: skip
+        app = web.Application(client_max_size=s.max_body)
+        app.router.add_route("*", "/{tail:.*}", proxy.handle)
+        self.port = await self._serve(app, s.listen)
+        token = s.admin_token.get_secret_value() if s.admin_token is not None else ""
+        if token:
+            self.admin_port = await self._serve(admin_app(self.admission, self.stats, token), s.admin_listen)
+        log.info("gate on port %s → %s; admin API %s", self.port, s.upstream,
+                 f"on port {self.admin_port}" if token else "off (no token)")  # fmt: skip
+
+    async def _serve(self, app: web.Application, listen: str) -> int:
+        # handler_cancellation: a client that hangs up cancels its handler, which closes the
+        # upstream connection, which makes vLLM abort the request.
+        runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+        await runner.setup()
+        self._runners.append(runner)
+        host, port = parse_listen(listen)
+        await web.TCPSite(runner, host, port).start()
+        return int(runner.addresses[0][1]) if runner.addresses else port
+
+    async def stop(self, grace: float = 0.0) -> None:
+        """Stop admitting, give in-flight requests up to ``grace`` seconds, then close everything."""
+        self.admission.drain()
+        if grace > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.admission.wait_idle(), grace)
+        for runner in reversed(self._runners):
+            await runner.cleanup()
+        self._runners.clear()
+        if self._session is not None:
+            await self._session.close()
+            self._session = None

@@ -1,0 +1,150 @@
+"""``fleetslo demo --prometheus``: a local Prometheus scraping the whole demo, with the generated rules.
+
+Scrapes every replica's sim-server (job ``vllm``) and sidecar (job ``fleetslo-sidecar``), through file
+service discovery that the demo rewrites as replicas come and go, plus the demo controller's own
+metrics; loads the recording and alert rules ``fleetslo alerts build`` generates for the demo's
+FleetSLO. Targets carry ``namespace`` and ``pod`` labels as a PodMonitor would give them.
+
+Prometheus runs in wall time: its rates are per wall second and its windows cover ``speedup`` times
+more simulated time, while latencies on the pages are simulated seconds (the gate's exact ones on the
+sidecar pages are wall seconds). It starts nothing if ``prometheus`` is not installed (the caller says
+so). Every process it starts is stopped by ``stop``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO
+
+import httpx
+import yaml
+
+from fleetslo.control.local.replica import free_port
+from fleetslo.core.spec import FleetSLO
+
+SCRAPE_INTERVAL = "1s"
+
+
+def find_prometheus() -> str | None:
+    return shutil.which("prometheus")
+
+
+class PrometheusProcess:
+    """A ``prometheus`` binary serving ``config`` on a free loopback port; its config file, TSDB
+    and log live under ``workdir``. Also the integration tests' Prometheus (``tests/prometheus.py``)."""
+
+    def __init__(self, binary: str, workdir: Path) -> None:
+        self.binary, self.workdir = binary, workdir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = workdir / "prometheus.log"
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    def start(self, config: dict[str, object], timeout: float = 20.0) -> None:
+        """Write ``config``, start, and return once ``/-/ready`` answers (else raise with the log)."""
+        path = self.workdir / "prometheus.yml"
+        path.write_text(yaml.safe_dump(config), encoding="utf-8")
+        self._log = self.log_path.open("wb")
+        self._process = subprocess.Popen(
+            [
+                self.binary,
+                f"--config.file={path}",
+                f"--storage.tsdb.path={self.workdir / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self._log,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self._process.poll() is None:
+            try:
+                if httpx.get(f"{self.url}/-/ready", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        tail = self.log_path.read_text(encoding="utf-8", errors="replace")[-2000:]
+        raise RuntimeError(f"prometheus did not become ready ({self.log_path}):\n{tail}")
+
+    def stop(self) -> None:
+        if self._process is not None and self._process.poll() is None:
+            self._process.terminate()
+            try:
+                self._process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+class LocalPrometheus:
+    """The demo's Prometheus under ``workdir``: file service discovery, the generated rules."""
+
+    def __init__(self, binary: str, workdir: Path, slo: FleetSLO, controller_port: int) -> None:
+        self.workdir = workdir
+        self._server = PrometheusProcess(binary, workdir)
+        self.port, self.url = self._server.port, self._server.url
+        self._rule_files = _write_rules(workdir / "rules", slo)
+        self._controller = f"127.0.0.1:{controller_port}"
+
+    def start(self, timeout: float = 20.0) -> None:
+        self.update_targets([])
+        self._server.start(self._config(), timeout)
+
+    def update_targets(self, replicas: Sequence[tuple[str, int, int]]) -> None:
+        """(pod name, sim-server port, sidecar port) of every live replica."""
+        for job, index in (("vllm", 1), ("sidecar", 2)):
+            groups = [
+                {"targets": [f"127.0.0.1:{r[index]}"], "labels": {"namespace": "default", "pod": r[0]}}
+                for r in replicas
+            ]
+            path = self.workdir / f"targets-{job}.json"
+            partial = path.with_suffix(".tmp")
+            partial.write_text(json.dumps(groups), encoding="utf-8")
+            partial.replace(path)  # atomic: Prometheus never reads half a file
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    def _config(self) -> dict[str, object]:
+        def discovered(job: str, name: str) -> dict[str, object]:
+            return {
+                "job_name": name,
+                "file_sd_configs": [
+                    {"files": [str(self.workdir / f"targets-{job}.json")], "refresh_interval": "1s"}
+                ],
+            }
+
+        return {
+            "global": {"scrape_interval": SCRAPE_INTERVAL, "evaluation_interval": SCRAPE_INTERVAL},
+            "rule_files": [str(f) for f in self._rule_files],
+            "scrape_configs": [
+                discovered("vllm", "vllm"),
+                discovered("sidecar", "fleetslo-sidecar"),
+                {"job_name": "fleetslo-controller", "static_configs": [{"targets": [self._controller]}]},
+            ],
+        }
+
+
+def _write_rules(folder: Path, slo: FleetSLO) -> list[Path]:
+    from fleetslo.generate.alerts.build import RULES_SUFFIX, generate
+
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in generate([("demo.yaml", [slo])]).files.items():
+        if name.endswith(RULES_SUFFIX):
+            path = folder / name
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+    return written
