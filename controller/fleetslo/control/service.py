@@ -140,7 +140,8 @@ def make_gate(settings: ControllerSettings, env: Environment, pods: PodDirectory
         raise ConfigError("gate.token_file: required when a FleetSLO uses batch_limit.actuator: gate")
     g = settings.gate
     return GateActuator(pods, env.gate_token, admin_port=g.admin_port, timeout=g.timeout,
-                        drain_timeout=g.drain_timeout)  # fmt: skip
+                        drain_timeout=g.drain_timeout, drain_ttl=g.drain_ttl,
+                        owner=settings.leader_election.identity or env.identity)  # fmt: skip
 
 
 def build(
@@ -175,7 +176,8 @@ def build(
     tracer, tracer_shutdown = make_tracer(settings)
     auditor = Auditor(metrics, events, tracer)
     controller = Controller(bindings, auditor, leader=leader, backoff=settings.backoff,
-                            permanent_retry=settings.permanent_retry)  # fmt: skip
+                            permanent_retry=settings.permanent_retry,
+                            api_budget=settings.kubernetes.api_budget)  # fmt: skip
     closers = [c for c in (getattr(source, "close", None),) if c is not None]
     if actuators.gate is not None:
         closers.append(actuators.gate.close)
