@@ -115,6 +115,29 @@ seccompProfile:
 {{- toYaml (mustMergeOverwrite $base (deepCopy $v.controller.config)) -}}
 {{- end -}}
 
+{{/* Seconds in a duration of the controller settings: a number, or "90s", "2m", "1h". */}}
+{{- define "fleetslo.seconds" -}}
+{{- $d := toString . -}}
+{{- if hasSuffix "ms" $d -}}{{ div (int (trimSuffix "ms" $d)) 1000 }}
+{{- else if hasSuffix "s" $d -}}{{ int (float64 (trimSuffix "s" $d)) }}
+{{- else if hasSuffix "m" $d -}}{{ mul (int (trimSuffix "m" $d)) 60 }}
+{{- else if hasSuffix "h" $d -}}{{ mul (int (trimSuffix "h" $d)) 3600 }}
+{{- else -}}{{ int (float64 $d) }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The controller pod's grace period: the longest reconcile it may be finishing when stopped (a drain
+to gate.drain_timeout, then the scale write within kubernetes.api_budget), plus time to release
+the Lease. The settings' defaults are 60 s and 20 s.
+*/}}
+{{- define "fleetslo.controllerGracePeriod" -}}
+{{- $cfg := fromYaml (include "fleetslo.controllerConfig" .) -}}
+{{- $drain := include "fleetslo.seconds" (dig "gate" "drain_timeout" 60 $cfg) | int -}}
+{{- $budget := include "fleetslo.seconds" (dig "kubernetes" "api_budget" 20 $cfg) | int -}}
+{{- add $drain $budget 15 -}}
+{{- end -}}
+
 {{/*
 What the controller does to each target, from the specs and its settings; RBAC is derived from it.
 {targets: [{namespace, kind, name, writes, engineArgs, pods, markPods}], events, leases}
