@@ -51,13 +51,15 @@ def _configure_alerts(p: argparse.ArgumentParser) -> None:
 
 def _run_alerts(args: argparse.Namespace) -> int:
     from fleetslo.core.spec import load_fleetslo_documents
-    from fleetslo.generate.alerts.build import ALERTMANAGER_FILE, RULES_SUFFIX, generate
+    from fleetslo.generate.alerts.build import ALERTMANAGER_FILE, RULES_SUFFIX, RUNBOOKS_FILE, generate
 
     specs = [(Path(f).name, load_fleetslo_documents(read_yaml_documents(f), f)) for f in args.slo]
     output = generate(specs)
     for warning in output.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    return _sync_generated(output.files, Path(args.out), args.check, (f"*{RULES_SUFFIX}", ALERTMANAGER_FILE))
+    return _sync_generated(
+        output.files, Path(args.out), args.check, (f"*{RULES_SUFFIX}", ALERTMANAGER_FILE, RUNBOOKS_FILE)
+    )
 
 
 def _configure_dashboards(p: argparse.ArgumentParser) -> None:

@@ -20,6 +20,7 @@ from fleetslo.generate.alerts.target_rules import target_group
 
 HEALTH_FILE = "fleetslo-health.rules.yaml"
 ALERTMANAGER_FILE = "alertmanager.yaml"
+RUNBOOKS_FILE = "runbooks.md"
 RULES_SUFFIX = ".rules.yaml"
 
 
@@ -30,9 +31,12 @@ class Output:
 
 
 def targets(specs: Sequence[tuple[str, Sequence[FleetSLO]]]) -> list[tuple[str, TargetSpec]]:
-    """Every FleetSLO as an alerting target; names and models must be unique across files."""
+    """Every FleetSLO as an alerting target; names and targets must be unique across files.
+
+    One model may have several targets (two Deployments serving it are two SLOs), but one
+    workload has one FleetSLO."""
     out = [(source, target_spec(slo)) for source, slos in specs for slo in slos]
-    for attribute in ("name", "model_name"):
+    for attribute in ("name", "workload_key"):
         values = [getattr(t, attribute) for _, t in out]
         repeated = sorted({v for v in values if values.count(v) > 1})
         if repeated:
@@ -44,12 +48,16 @@ def targets(specs: Sequence[tuple[str, Sequence[FleetSLO]]]) -> list[tuple[str, 
 
 def generate(specs: Sequence[tuple[str, Sequence[FleetSLO]]]) -> Output:
     """The rule files (one per FleetSLO plus the fleet health file) and the Alertmanager config."""
-    files = {HEALTH_FILE: render.rules_file([health_group()])}
+    groups = [health_group()]
+    files = {HEALTH_FILE: render.rules_file(groups)}
     warnings: list[str] = []
     for source, target in targets(specs):
-        files[f"{target.name}{RULES_SUFFIX}"] = render.rules_file([target_group(target)], source)
+        group = target_group(target)
+        groups.append(group)
+        files[f"{target.name}{RULES_SUFFIX}"] = render.rules_file([group], source)
         warnings.extend(target.warnings())
     files[ALERTMANAGER_FILE] = render.alertmanager_file(alertmanager_config())
+    files[RUNBOOKS_FILE] = render.runbooks_file(groups)
     return Output(files, warnings)
 
 
