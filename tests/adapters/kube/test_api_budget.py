@@ -8,8 +8,6 @@ budget has left, and once the budget is spent no further call is even attempted.
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
 from collections.abc import Iterator
 
@@ -21,40 +19,9 @@ from fleetslo.core.errors import ApiUnavailable
 from fleetslo.core.spec import Target
 from fleetslo.testing import FakeClock
 
+from tests.adapters.kube.kapi import HungServer
+
 QWEN = Target(namespace="infer", name="qwen", model_name="qwen")
-
-
-class HungServer:
-    """Accepts TCP connections and reads requests, but never writes a byte back."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.connections = 0
-        self.held: list[socket.socket] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-
-    def _serve(self) -> None:
-        self.sock.settimeout(0.05)
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except TimeoutError:
-                continue
-            self.connections += 1
-            self.held.append(conn)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(5)
-        for conn in self.held:
-            conn.close()
-        self.sock.close()
 
 
 @pytest.fixture
