@@ -15,6 +15,7 @@ from fleetslo.cli.common import (
     read_token_file,
 )
 from fleetslo.core.errors import ConfigError
+from fleetslo.sidecar.gpu import backends as gpu_backends
 
 # --------------------------------------------------------------------------------------------
 # fleetslo exporter
@@ -40,7 +41,7 @@ def _configure_exporter(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--gpu-backend",
         dest="gpu_backend",
-        choices=["auto", "amdsmi", "amd-smi", "sysfs", "rocm-smi", "nvml", "none"],
+        choices=gpu_backends.choices(),
         help="where GPU telemetry comes from (default auto: the first that finds GPUs)",
     )
     p.add_argument(
