@@ -34,7 +34,7 @@ from typing import IO
 from fleetslo.control.local.probe import ReplicaProbe
 from fleetslo.control.local.replica import LOOPBACK, Ports, ReplicaRecipe, reap
 from fleetslo.control.ports import ActuationResult, PodEndpoint, ScaleState
-from fleetslo.core.errors import FleetSLOError
+from fleetslo.core.errors import Conflict, FleetSLOError
 from fleetslo.core.model import ReplicaCounts
 from fleetslo.core.spec import Target
 
@@ -144,9 +144,11 @@ class LocalFleet:
         with self._lock:
             return ScaleState(len(self._provisioned()), self.counts())
 
-    def scale(self, target: Target, replicas: int) -> ActuationResult:
+    def scale(self, target: Target, replicas: int, *, expected: int | None = None) -> ActuationResult:
         with self._lock:
             current = self._provisioned()
+            if expected is not None and len(current) != expected:
+                raise Conflict(f"{target.name}: {len(current)} replicas, planned against {expected}")
             for _ in range(replicas - len(current)):
                 self._launch(cold_start_s=self.recipe.cold_start_s)
             for replica in self._removal_order(current)[: max(0, len(current) - replicas)]:
