@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import secrets
 import signal
 import time
@@ -55,6 +56,8 @@ from fleetslo.sim.scenario import Scenario
 from fleetslo.sim.server.clock import SpeedClock
 from fleetslo.sim.workload import Trace
 
+#: Wall seconds between two looks at what Prometheus scrapes (its /api/v1/targets).
+PROMETHEUS_CHECK_S = 5.0
 #: Wall seconds requests still in flight after the last arrival get to finish.
 FINISH_GRACE_S = 15.0
 
@@ -159,6 +162,9 @@ class Demo:
         )
         self.fleet = LocalFleet(spec.target, recipe, self.clock.now)
         self.prometheus: LocalPrometheus | None = None
+        self._prometheus_checked = -math.inf
+        #: Lines the live view shows under the numbers (what Prometheus scrapes, host lag).
+        self.notes: dict[str, str] = {}
         self.control: ControlLoop | None = None
         self.loadgen = LoadGenerator(
             scenario.trace, Router(self.fleet.gates), self.clock, spec.target.model_name
@@ -220,7 +226,8 @@ class Demo:
             binary, self.paths.files, fleet_slo(self.scenario.spec), self.metrics_port
         )
         prometheus.start()
-        self.console.print(f"Prometheus: {prometheus.url} (recording and alert rules loaded)")
+        loaded, rules = prometheus.rules_summary()
+        self.console.print(f"Prometheus: {prometheus.url} ({rules})", style=None if loaded else "red")
         return prometheus
 
     def _stop(self) -> None:
@@ -330,6 +337,7 @@ class Demo:
             observed_ttft=obs.ttft.p90 if obs else None,
             observed_tpot=obs.tpot.p90 if obs else None,
             decisions=list(self.control.decisions) if self.control else [],
+            notes=list(self.notes.values()),
         )
 
     def _update_prometheus(self) -> None:
@@ -340,6 +348,9 @@ class Demo:
                 if r.gone_at is None
             ]
             self.prometheus.update_targets(live)
+            if time.monotonic() - self._prometheus_checked >= PROMETHEUS_CHECK_S:
+                self._prometheus_checked = time.monotonic()
+                self.notes["prometheus"] = f"Prometheus: {self.prometheus.targets_summary()}"
 
 
 def _intro(scenario: Scenario, options: DemoOptions, warm: int) -> str:
