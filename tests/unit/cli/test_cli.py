@@ -61,3 +61,34 @@ def test_config_file_values_are_validated_and_flags_override_them(
 def test_fake_vllm_with_a_missing_capture_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["fake-vllm", "--capture", "/nonexistent/capture.txt"]) == 2
     assert "No such file" in capsys.readouterr().err
+
+
+def _tiny_trace(tmp_path: Path) -> Path:
+    trace = tmp_path / "trace.csv"
+    rows = [f"{i * 0.5},{200 + i},{20}" for i in range(120)]
+    trace.write_text("arrival_s,input_tokens,output_tokens\n" + "\n".join(rows) + "\n")
+    return trace
+
+
+def test_simulate_report_into_a_missing_folder_creates_it_and_prints_the_table_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "missing-dir" / "deeper" / "x.html"
+    argv = ["simulate", "--trace", str(_tiny_trace(tmp_path)), "--profile", "mi300x-llama3.1-8b-fp8-tp1"]
+    assert main([*argv, "--report", str(report)]) == 0
+    assert "<svg" in report.read_text(encoding="utf-8")
+    assert "static" in capsys.readouterr().out  # the results table
+
+
+def test_simulate_with_an_unwritable_report_stops_before_the_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    argv = ["simulate", "--trace", str(_tiny_trace(tmp_path)), "--profile", "mi300x-llama3.1-8b-fp8-tp1"]
+    assert main([*argv, "--report", str(blocker / "x.html")]) == 2
+    captured = capsys.readouterr()
+    assert "--report" in captured.err and "a-file" in captured.err
+    assert captured.out == "", "it must stop before simulating anything"
+    assert main([*argv, "--report", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err
