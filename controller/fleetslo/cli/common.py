@@ -17,7 +17,10 @@ import yaml
 
 from fleetslo.core.errors import ConfigError
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+#: The exit statuses of every subcommand (the README's "Exit codes"): 0 done (or stopped by SIGTERM,
+#: as a service is asked to), 1 a runtime failure (the machine, the cluster, a file that cannot be
+#: written), 2 bad usage (a flag, a config key, a spec), 130 interrupted (SIGINT, Ctrl-C: 128 + 2).
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 log = logging.getLogger("fleetslo")
 

@@ -235,15 +235,16 @@ def tune_gc_for_serving() -> None:
 def run_exporter(
     settings: ExporterSettings, gpu: GpuSettings | None = None, gate: GateServerSettings | None = None
 ) -> int:
-    """Entry point of ``fleetslo exporter``: serve until SIGTERM or SIGINT, then exit 0."""
+    """Entry point of ``fleetslo exporter``: serve until SIGTERM (exit 0) or SIGINT (exit 130)."""
     tune_gc_for_serving()
+    received: list[int] = []
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, lambda s=sig: (received.append(s), stop.set()))
         await serve(settings, stop, gpu, gate)
 
     asyncio.run(main())
-    return 0
+    return 128 + signal.SIGINT if signal.SIGINT in received else 0

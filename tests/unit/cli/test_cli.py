@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -92,3 +95,42 @@ def test_simulate_with_an_unwritable_report_stops_before_the_work(
     assert captured.out == "", "it must stop before simulating anything"
     assert main([*argv, "--report", str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err
+
+
+def test_a_validator_message_names_the_value_once(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["exporter", "--interval", "abc"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("abc") == 1, err
+
+
+def test_a_missing_kubeconfig_is_a_runtime_failure_not_bad_usage(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "controller.yaml"
+    missing = tmp_path / "no-such-kubeconfig"
+    config.write_text(f"kubernetes: {{in_cluster: false, kubeconfig: {missing}}}\n")
+    slo = Path(__file__).resolve().parents[3] / "examples" / "slo" / "llama-8b-small.yaml"
+    assert main(["run", "--config", str(config), "--slo", str(slo)]) == 1
+    err = capsys.readouterr().err
+    assert "no-such-kubeconfig" in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize(("sig", "status"), [(signal.SIGINT, 130), (signal.SIGTERM, 0)])
+def test_sigint_exits_130_and_sigterm_0(sig: signal.Signals, status: int) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "fleetslo.cli", "sim-server", "--listen", "127.0.0.1:0"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if "ready" in line:  # the signal handlers are installed by now
+                break
+        process.send_signal(sig)
+        assert process.wait(timeout=20) == status
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
