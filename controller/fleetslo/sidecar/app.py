@@ -242,8 +242,13 @@ def run_exporter(
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+
+        def stopping(signum: int) -> None:
+            received.append(signum)
+            stop.set()
+
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, lambda s=sig: (received.append(s), stop.set()))
+            loop.add_signal_handler(sig, stopping, sig)
         await serve(settings, stop, gpu, gate)
 
     asyncio.run(main())

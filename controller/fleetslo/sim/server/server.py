@@ -250,8 +250,13 @@ def run_sim_server(settings: SimServerSettings, profile: EngineProfile) -> int:
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+
+        def stopping(signum: int) -> None:
+            received.append(signum)
+            stop.set()
+
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, lambda s=sig: (received.append(s), stop.set()))
+            loop.add_signal_handler(sig, stopping, sig)
         await serve(settings, profile, stop)
 
     try:
