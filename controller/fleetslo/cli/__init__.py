@@ -88,10 +88,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Fleet observability and SLO controller for vLLM inference servers.",
     )
     parser.add_argument("--version", action="version", version=f"fleetslo {__version__}")
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.add_argument("--log-level", default="info", choices=logs.LEVELS, help="default info")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS:
         p = sub.add_parser(command.name, help=command.help, description=command.help)
+        # Also after the subcommand (`fleetslo demo --log-level debug`); SUPPRESS keeps a value
+        # given before it when it is not repeated after.
+        p.add_argument("--log-level", choices=logs.LEVELS, default=argparse.SUPPRESS, help="default info")
         command.configure(p)
         p.set_defaults(_run=command.run)
     return parser

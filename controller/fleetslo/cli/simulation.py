@@ -228,7 +228,7 @@ def _run_demo(args: argparse.Namespace) -> int:
         spike=args.spike, profile=args.profile, ttft_s=seconds("slo-ttft", args.slo_ttft) or 0.0,
         tpot_s=seconds("slo-tpot", args.slo_tpot) or 0.0, min_replicas=args.min_replicas,
         max_replicas=args.max_replicas, cold_start_s=seconds("cold-start", args.cold_start), seed=args.seed,
-        report=args.report, prometheus=args.prometheus,
+        report=args.report, prometheus=args.prometheus, log_level=args.log_level,
     ).check()  # fmt: skip
     if options.trace is not None and not Path(options.trace).is_file():
         raise ConfigError(f"--trace: {options.trace} not found (run from the repository or give a file)")

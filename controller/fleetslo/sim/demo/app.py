@@ -86,7 +86,7 @@ def run_demo(options: DemoOptions, base: Trace | None, profile: EngineProfile, c
     trace = shape_trace(base, options)
     scenario = build_scenario(trace, profile, options)
     paths = DemoPaths(Path(options.report)).prepare()
-    _log_to_file(paths.files / "demo.log")
+    _log_to_file(paths.files / "demo.log", debug=options.log_level == "debug")
     (paths.files / "trace.csv").write_text(trace_csv(trace), encoding="utf-8")
     token = paths.files / "admin-token"
     token.write_text(secrets.token_urlsafe(24), encoding="utf-8")
@@ -159,6 +159,7 @@ class Demo:
             slo_tpot_s=spec.objectives.tpot.threshold,
             buckets=scenario.bucket_layout(),
             max_inflight=scenario.profile.max_num_seqs,
+            log_level="debug" if options.log_level == "debug" else "warning",
         )
         self.fleet = LocalFleet(spec.target, recipe, self.clock.now)
         self.prometheus: LocalPrometheus | None = None
@@ -367,17 +368,18 @@ def _intro(scenario: Scenario, options: DemoOptions, warm: int) -> str:
     return text
 
 
-def _log_to_file(path: Path) -> None:
-    """Everything (every decision's audit line) to ``path``; only warnings on the terminal, which
-    belongs to the live view."""
+def _log_to_file(path: Path, *, debug: bool) -> None:
+    """Every decision's audit line (everything with ``debug``) to ``path``; only warnings on the
+    terminal, which belongs to the live view."""
     root = logging.getLogger()
     for handler in root.handlers:
         handler.setLevel(max(handler.level, logging.WARNING))
+    level = logging.DEBUG if debug else logging.INFO
     handler = logging.FileHandler(path, mode="w", encoding="utf-8")
     handler.setFormatter(JsonFormatter())
-    handler.setLevel(logging.INFO)
+    handler.setLevel(level)
     root.addHandler(handler)
-    root.setLevel(min(root.level, logging.INFO) if root.level else logging.INFO)
+    root.setLevel(level)
 
 
 def _interrupt(_signum: int, _frame: FrameType | None) -> None:
