@@ -115,6 +115,10 @@ class ReplicaRecipe:
             "1000000",
             "--gate-queue-timeout",
             "1h",
+            # One clock: the gate measures TTFT/TPOT in the sim-server's simulated seconds, as its
+            # /metrics page and the SLO targets are (wall seconds would be `speedup` times smaller).
+            "--gate-time-scale",
+            repr(self.speedup),
         ]
         if self.max_inflight is not None:
             argv += ["--gate-max-inflight", str(self.max_inflight)]
