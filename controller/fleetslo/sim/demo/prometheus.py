@@ -7,8 +7,8 @@ FleetSLO. Targets carry ``namespace`` and ``pod`` labels as a PodMonitor would g
 
 Prometheus runs in wall time: its rates are per wall second and its windows cover ``speedup`` times
 more simulated time, while latencies on the pages are simulated seconds (the gates' too: each is
-told the speed-up, ``--gate-time-scale``). It starts nothing if ``prometheus`` is not installed (the caller says
-so). Every process it starts is stopped by ``stop``.
+told the speed-up, ``--gate-time-scale``). It starts nothing if ``prometheus`` is not installed
+(the caller says so). Every process it starts is stopped by ``stop``.
 
 Every path in its config is absolute: Prometheus resolves a relative one against the config file's
 folder, so the default ``out/demo-report-files`` would otherwise load ``out/demo-report-files/out/...``
