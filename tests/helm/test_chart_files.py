@@ -203,3 +203,10 @@ def test_schema_of_a_fleetslo_is_the_settings_model() -> None:
 def test_schema_of_the_controller_config_is_the_settings_model() -> None:
     config = SCHEMA["properties"]["controller"]["properties"]["config"]
     assert _compare(ControllerSettings, config, "controller.config") == []
+
+
+def test_the_charts_gpu_backends_are_the_sidecars() -> None:
+    from fleetslo.sidecar.gpu.backends import choices
+
+    sidecar = SCHEMA["properties"]["vllm"]["properties"]["sidecar"]["properties"]
+    assert sidecar["gpuBackend"]["enum"] == choices()

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from fleetslo.cli.common import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     merged_options,
     read_yaml_documents,
@@ -48,10 +51,13 @@ def _run_controller(args: argparse.Namespace) -> int:
     import socket
     import threading
 
+    from fleetslo.control.kube.client import connect
     from fleetslo.control.service import Environment, Service, build
     from fleetslo.control.settings import ControllerSettings
     from fleetslo.core.config import load
+    from fleetslo.core.errors import ConfigError
     from fleetslo.core.spec import load_fleetslo_documents
+    from fleetslo.policy.registry import check_options
 
     settings = load(ControllerSettings, merged_options(args, _RUN_KEYS), args.config or "controller settings")
     specs = load_fleetslo_documents(read_yaml_documents(args.slo), args.slo)
@@ -62,8 +68,21 @@ def _run_controller(args: argparse.Namespace) -> int:
         prometheus_token=_token_reader(settings.source.prometheus.bearer_token_file),
         gate_token=_token_reader(gate_file)() if gate_file else None,
     )
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    Service(build(settings, specs, env), settings).serve(stop)
-    return EXIT_OK
+    check_options(settings.policy, settings.policy_options)  # a typo is usage (2), before any cluster call
+    try:
+        api = connect(settings.kubernetes, in_pod=env.in_pod)
+    except ConfigError as exc:
+        # The flags and files were valid; the machine has no (usable) cluster credentials: a
+        # runtime failure (1), not bad usage (2).
+        print(f"fleetslo run: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    stop, received = threading.Event(), []
+
+    def stopping(signum: int, _frame: object) -> None:
+        received.append(signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, stopping)
+    signal.signal(signal.SIGINT, stopping)
+    Service(build(settings, specs, env, api=api), settings).serve(stop)
+    return EXIT_INTERRUPTED if signal.SIGINT in received else EXIT_OK

@@ -262,7 +262,7 @@ class Controller:
             if not isinstance(failed.cause, Transient):
                 raise
             self.auditor.observe_failed(b.name, b.slo.spec.target, failed.cause)
-            window = max(b.slo.spec.objectives.ttft.window, b.slo.spec.objectives.tpot.window)
+            window = b.slo.spec.objectives.observation_window
             blind = Observation(b.name, now, window, counts, batch_limit=before.batch_limit)
             return blind, failed.cause
         return obs, None

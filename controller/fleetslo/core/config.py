@@ -109,4 +109,6 @@ def _describe(error: Mapping[str, Any]) -> str:
         return f"{key}: required"
     if error["type"] == "extra_forbidden":
         return f"{key}: unknown key"
+    if "(got " in message:  # the validator already quoted the value
+        return f"{key}: {message}"
     return f"{key}: {message} (got {error.get('input')!r})"

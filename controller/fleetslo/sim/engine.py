@@ -90,10 +90,6 @@ class Engine:
         """The live batch limit: applies from the next step; running sequences are never evicted."""
         self.limit = max(1, min(limit, self.max_seqs))
 
-    @property
-    def busy_now(self) -> bool:
-        return self.run_left > 0
-
     def can_admit(self) -> bool:
         """Whether a request that arrives now could join the batch at the next step boundary."""
         return len(self.running) < self.limit

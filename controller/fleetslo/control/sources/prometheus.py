@@ -133,16 +133,10 @@ class PrometheusSource:
     def observe(
         self, slo: FleetSLO, replicas: ReplicaCounts, batch_limit: int | None, now: float
     ) -> Observation:
-        window = observation_window(slo)
+        window = slo.spec.objectives.observation_window
         query = observation_query(self.selection(slo), window, self.max_age)
         samples = group_samples(self.client.query(query, now))
         return to_observation(slo, samples, replicas=replicas, batch_limit=batch_limit, now=now)
-
-
-def observation_window(slo: FleetSLO) -> float:
-    """The window the observation covers: the longer of the two objectives' windows."""
-    objectives = slo.spec.objectives
-    return max(objectives.ttft.window, objectives.tpot.window)
 
 
 def to_observation(
@@ -155,7 +149,7 @@ def to_observation(
     return Observation(
         target=slo.metadata.name,
         at=now,
-        window=observation_window(slo),
+        window=slo.spec.objectives.observation_window,
         replicas=replicas,
         batch_limit=batch_limit,
         replicas_reporting=int(_scalar(samples, Signal.REPORTING) or 0),

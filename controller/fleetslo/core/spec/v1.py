@@ -83,6 +83,11 @@ class Objectives(Frozen):
             raise ValueError("must be between 1d and 366d")
         return value
 
+    @property
+    def observation_window(self) -> float:
+        """The window one observation covers: the longer of the two objectives' windows."""
+        return max(self.ttft.window, self.tpot.window)
+
 
 class Replicas(Frozen):
     """Bounds on the replica count, and how long a new replica takes to serve."""

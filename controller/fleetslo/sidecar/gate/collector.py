@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from fleetslo.core import conventions as cv
+from fleetslo.core.families import FamilySpec, by_name, describe
 from fleetslo.sidecar.gate import admission, proxy, responses
 from fleetslo.sidecar.gate.admission import Admission
 from fleetslo.sidecar.gate.stats import GateStats, Histogram
@@ -28,6 +29,21 @@ KNOWN_OUTCOMES = (proxy.COMPLETED, proxy.CLIENT_DISCONNECTED, proxy.UPSTREAM_FAI
 
 Family = GaugeMetricFamily | CounterMetricFamily | HistogramMetricFamily
 
+#: Every family the gate may yield: ``collect()`` builds from it, ``describe()`` reads it.
+FAMILIES: tuple[FamilySpec, ...] = (
+    FamilySpec(cv.GATE_INFLIGHT, "gauge", "Requests in flight to vLLM"),
+    FamilySpec(cv.GATE_QUEUE_LENGTH, "gauge", "Requests waiting for a slot"),
+    FamilySpec(cv.GATE_LIMIT, "gauge", "Requests allowed in flight at once"),
+    FamilySpec(cv.GATE_DRAINING, "gauge", "1 while the gate drains"),
+    FamilySpec(cv.GATE_REJECTED, "counter", "Requests turned away by reason", (cv.LABEL_REASON,)),
+    FamilySpec(cv.GATE_REQUESTS, "counter", "Admitted requests by how they ended", (cv.LABEL_OUTCOME,)),
+    FamilySpec(cv.GATE_TTFT, "histogram", "Arrival at the gate to the first content token"),
+    FamilySpec(cv.GATE_TPOT, "histogram", "(last - first token) / (output tokens - 1) per streamed request"),
+    FamilySpec(cv.GATE_E2E, "histogram", "Arrival at the gate to the last byte (2xx answers)",
+               (cv.LABEL_STREAM,)),
+)  # fmt: skip
+_F = by_name(FAMILIES)
+
 
 class GateCollector(Collector):
     """Yields the ``fleetslo_gate_*`` families."""
@@ -36,38 +52,35 @@ class GateCollector(Collector):
         self.admission = admission
         self.stats = stats
 
+    def describe(self) -> list[Metric]:
+        return describe(FAMILIES)
+
     def collect(self) -> Iterator[Family]:
         state = self.admission.state()
-        yield GaugeMetricFamily(cv.GATE_INFLIGHT, "Requests in flight to vLLM", value=state.inflight)
-        yield GaugeMetricFamily(cv.GATE_QUEUE_LENGTH, "Requests waiting for a slot", value=state.queued)
+        yield _F[cv.GATE_INFLIGHT].gauge(state.inflight)
+        yield _F[cv.GATE_QUEUE_LENGTH].gauge(state.queued)
         if state.limit is not None:
-            yield GaugeMetricFamily(cv.GATE_LIMIT, "Requests allowed in flight at once", value=state.limit)
-        yield GaugeMetricFamily(cv.GATE_DRAINING, "1 while the gate drains", value=float(state.draining))
-        yield _counter(cv.GATE_REJECTED, "Requests turned away by reason", cv.LABEL_REASON,
-                       self.stats.rejected, KNOWN_REJECTIONS)  # fmt: skip
-        yield _counter(cv.GATE_REQUESTS, "Admitted requests by how they ended", cv.LABEL_OUTCOME,
-                       self.stats.outcomes, KNOWN_OUTCOMES)  # fmt: skip
-        yield _histogram(cv.GATE_TTFT, "Arrival at the gate to the first content token", self.stats.ttft)
-        yield _histogram(
-            cv.GATE_TPOT, "(last - first token) / (output tokens - 1) per streamed request", self.stats.tpot
-        )
-        e2e = HistogramMetricFamily(
-            cv.GATE_E2E, "Arrival at the gate to the last byte (2xx answers)", labels=[cv.LABEL_STREAM]
-        )
+            yield _F[cv.GATE_LIMIT].gauge(state.limit)
+        yield _F[cv.GATE_DRAINING].gauge(float(state.draining))
+        yield _counter(_F[cv.GATE_REJECTED], self.stats.rejected, KNOWN_REJECTIONS)
+        yield _counter(_F[cv.GATE_REQUESTS], self.stats.outcomes, KNOWN_OUTCOMES)
+        yield _histogram(_F[cv.GATE_TTFT], self.stats.ttft)
+        yield _histogram(_F[cv.GATE_TPOT], self.stats.tpot)
+        e2e = _F[cv.GATE_E2E].histogram()
         for stream, h in sorted(self.stats.e2e.items()):
             e2e.add_metric([stream], _buckets(h), h.sum)
         yield e2e
 
 
-def _counter(name: str, help_text: str, label: str, counts: Counter[str], known: Iterable[str]) -> Family:
-    family = CounterMetricFamily(name, help_text, labels=[label])
+def _counter(spec: FamilySpec, counts: Counter[str], known: Iterable[str]) -> Family:
+    family = spec.counter()
     for key in sorted(set(known) | set(counts)):
         family.add_metric([key], float(counts.get(key, 0)))
     return family
 
 
-def _histogram(name: str, help_text: str, h: Histogram) -> Family:
-    family = HistogramMetricFamily(name, help_text)
+def _histogram(spec: FamilySpec, h: Histogram) -> Family:
+    family = spec.histogram()
     family.add_metric([], _buckets(h), h.sum)
     return family
 

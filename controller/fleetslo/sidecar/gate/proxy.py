@@ -72,6 +72,7 @@ class Proxy:
         queue_timeout: float,
         max_body: int,
         session: aiohttp.ClientSession,
+        time_scale: float = 1.0,
     ) -> None:
         self.upstream = upstream
         self.admission = admission
@@ -79,10 +80,15 @@ class Proxy:
         self.queue_timeout = queue_timeout
         self.max_body = max_body
         self.session = session
+        self.time_scale = time_scale
         self._warned_at = -math.inf
 
+    def _now(self) -> float:
+        """The latency clock: the loop's, in the upstream's seconds (``time_scale``; 1 on a real fleet)."""
+        return asyncio.get_running_loop().time() * self.time_scale
+
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        arrival = asyncio.get_running_loop().time()
+        arrival = self._now()
         body = await self._read_body(request)
         if body is None:
             self.stats.rejected[responses.BODY_TOO_LARGE] += 1
@@ -190,7 +196,7 @@ class Proxy:
         self, upstream: aiohttp.ClientResponse, response: web.StreamResponse, timer: StreamTimer
     ) -> None:
         # The hot path of the gate: one read, one scan, one write per chunk, nothing else.
-        read, write, now = upstream.content.readany, response.write, asyncio.get_running_loop().time
+        read, write, now = upstream.content.readany, response.write, self._now
         try:
             while timer.first is None:
                 chunk = await read()
@@ -211,7 +217,7 @@ class Proxy:
         self.stats.outcomes[outcome] += 1
         if outcome != COMPLETED or not ok:
             return  # an error answer's latency says nothing about serving
-        now = asyncio.get_running_loop().time()
+        now = self._now()
         if streamed:
             had_ttft = timer.first is not None
             measured = timer.finish(now)

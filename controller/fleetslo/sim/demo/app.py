@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import math
 import secrets
 import signal
 import time
@@ -55,6 +56,8 @@ from fleetslo.sim.scenario import Scenario
 from fleetslo.sim.server.clock import SpeedClock
 from fleetslo.sim.workload import Trace
 
+#: Wall seconds between two looks at what Prometheus scrapes (its /api/v1/targets).
+PROMETHEUS_CHECK_S = 5.0
 #: Wall seconds requests still in flight after the last arrival get to finish.
 FINISH_GRACE_S = 15.0
 
@@ -83,7 +86,7 @@ def run_demo(options: DemoOptions, base: Trace | None, profile: EngineProfile, c
     trace = shape_trace(base, options)
     scenario = build_scenario(trace, profile, options)
     paths = DemoPaths(Path(options.report)).prepare()
-    _log_to_file(paths.files / "demo.log")
+    _log_to_file(paths.files / "demo.log", debug=options.log_level == "debug")
     (paths.files / "trace.csv").write_text(trace_csv(trace), encoding="utf-8")
     token = paths.files / "admin-token"
     token.write_text(secrets.token_urlsafe(24), encoding="utf-8")
@@ -156,9 +159,13 @@ class Demo:
             slo_tpot_s=spec.objectives.tpot.threshold,
             buckets=scenario.bucket_layout(),
             max_inflight=scenario.profile.max_num_seqs,
+            log_level="debug" if options.log_level == "debug" else "warning",
         )
         self.fleet = LocalFleet(spec.target, recipe, self.clock.now)
         self.prometheus: LocalPrometheus | None = None
+        self._prometheus_checked = -math.inf
+        #: Lines the live view shows under the numbers (what Prometheus scrapes, host lag).
+        self.notes: dict[str, str] = {}
         self.control: ControlLoop | None = None
         self.loadgen = LoadGenerator(
             scenario.trace, Router(self.fleet.gates), self.clock, spec.target.model_name
@@ -220,7 +227,8 @@ class Demo:
             binary, self.paths.files, fleet_slo(self.scenario.spec), self.metrics_port
         )
         prometheus.start()
-        self.console.print(f"Prometheus: {prometheus.url} (recording and alert rules loaded)")
+        loaded, rules = prometheus.rules_summary()
+        self.console.print(f"Prometheus: {prometheus.url} ({rules})", style=None if loaded else "red")
         return prometheus
 
     def _stop(self) -> None:
@@ -330,6 +338,7 @@ class Demo:
             observed_ttft=obs.ttft.p90 if obs else None,
             observed_tpot=obs.tpot.p90 if obs else None,
             decisions=list(self.control.decisions) if self.control else [],
+            notes=list(self.notes.values()),
         )
 
     def _update_prometheus(self) -> None:
@@ -340,6 +349,9 @@ class Demo:
                 if r.gone_at is None
             ]
             self.prometheus.update_targets(live)
+            if time.monotonic() - self._prometheus_checked >= PROMETHEUS_CHECK_S:
+                self._prometheus_checked = time.monotonic()
+                self.notes["prometheus"] = f"Prometheus: {self.prometheus.targets_summary()}"
 
 
 def _intro(scenario: Scenario, options: DemoOptions, warm: int) -> str:
@@ -356,17 +368,18 @@ def _intro(scenario: Scenario, options: DemoOptions, warm: int) -> str:
     return text
 
 
-def _log_to_file(path: Path) -> None:
-    """Everything (every decision's audit line) to ``path``; only warnings on the terminal, which
-    belongs to the live view."""
+def _log_to_file(path: Path, *, debug: bool) -> None:
+    """Every decision's audit line (everything with ``debug``) to ``path``; only warnings on the
+    terminal, which belongs to the live view."""
     root = logging.getLogger()
     for handler in root.handlers:
         handler.setLevel(max(handler.level, logging.WARNING))
+    level = logging.DEBUG if debug else logging.INFO
     handler = logging.FileHandler(path, mode="w", encoding="utf-8")
     handler.setFormatter(JsonFormatter())
-    handler.setLevel(logging.INFO)
+    handler.setLevel(level)
     root.addHandler(handler)
-    root.setLevel(min(root.level, logging.INFO) if root.level else logging.INFO)
+    root.setLevel(level)
 
 
 def _interrupt(_signum: int, _frame: FrameType | None) -> None:

@@ -16,7 +16,6 @@ Wiring and HTTP only: token counting and answers are ``openai``'s, the model is 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 import time
@@ -245,15 +244,23 @@ async def serve(settings: SimServerSettings, profile: EngineProfile, stop: async
 
 
 def run_sim_server(settings: SimServerSettings, profile: EngineProfile) -> int:
-    """Entry point of ``fleetslo sim-server``: serve until SIGTERM or SIGINT, then exit 0."""
+    """Entry point of ``fleetslo sim-server``: serve until SIGTERM (exit 0) or SIGINT (exit 130)."""
+    received: list[int] = []
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+
+        def stopping(signum: int) -> None:
+            received.append(signum)
+            stop.set()
+
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, stopping, sig)
         await serve(settings, profile, stop)
 
-    with contextlib.suppress(KeyboardInterrupt):
+    try:
         asyncio.run(main())
-    return 0
+    except KeyboardInterrupt:  # before the handlers were installed
+        received.append(signal.SIGINT)
+    return 128 + signal.SIGINT if signal.SIGINT in received else 0
