@@ -232,8 +232,13 @@ def hung_attempts() -> int:
 
     server = HungServer()
     try:
-        workloads = Workloads(client_for(server.url))
-        with deadline.within(0.5, time.monotonic), contextlib.suppress(ApiUnavailable):
+        api = client_for(server.url)
+        workloads = Workloads(api)
+        with (
+            contextlib.closing(api),
+            deadline.within(0.5, time.monotonic),
+            contextlib.suppress(ApiUnavailable),
+        ):
             workloads.get(Target(namespace="infer", name="qwen", model_name="qwen"))
         return server.connections
     finally:

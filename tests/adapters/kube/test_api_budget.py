@@ -8,6 +8,7 @@ budget has left, and once the budget is spent no further call is even attempted.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 
@@ -32,8 +33,9 @@ def hung() -> Iterator[HungServer]:
 
 
 def test_a_hung_api_server_gets_one_attempt_per_call_within_the_budget(hung: HungServer) -> None:
-    workloads = Workloads(client_for(hung.url))
-    with deadline.within(0.5, time.monotonic) as budget:
+    api = client_for(hung.url)
+    workloads = Workloads(api)
+    with contextlib.closing(api), deadline.within(0.5, time.monotonic) as budget:
         with pytest.raises(ApiUnavailable):
             workloads.get(QWEN)
         assert hung.connections == 1  # no retries behind the loop's back
