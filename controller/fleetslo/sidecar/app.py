@@ -171,7 +171,8 @@ async def _gate_for(sidecar: Sidecar, settings: GateServerSettings) -> AsyncIter
     from fleetslo.sidecar.gate.server import Gate
 
     s = sidecar.settings
-    gate = Gate(settings, SloThresholds(ttft=s.slo_ttft, tpot=s.slo_tpot), s.ring_size)
+    slo = SloThresholds(ttft=s.slo_ttft, tpot=s.slo_tpot)
+    gate = Gate(settings, slo, s.ring_size, served=lambda: sidecar.tracker.known_models)
     sidecar.add_collector(gate.collector)
     sidecar.prefer_latency_from(gate.windows)
     sidecar.add_readiness_check(gate.not_ready)

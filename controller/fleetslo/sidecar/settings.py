@@ -96,6 +96,18 @@ class GateServerSettings(Frozen):
     admin_token: SecretStr | None = None
     #: Largest request body accepted on any path; larger ones get 413 before they take a slot.
     max_body: ByteSize = Field(default=10 * 1024**2, ge=1024, le=1024**3)
+    #: A connection must send a whole request within this long of opening (or of its previous
+    #: answer), else it is closed: slow or idle clients cannot hold the port (aiohttp's own
+    #: default is an hour).
+    header_timeout: PositiveDuration = 15.0
+    #: A request body must arrive within this long, else 408.
+    body_timeout: PositiveDuration = 30.0
+    #: Bodies held at once (being read, or waiting in the queue) at most, by count and by bytes;
+    #: past either, 503 ``busy``. The bytes bound keeps the sidecar inside its memory limit.
+    max_pending_bodies: int = Field(default=256, ge=1, le=100_000)
+    max_pending_bytes: ByteSize = Field(default=128 * 1024**2, ge=1024**2, le=64 * 1024**3)
+    #: The served model name, for the ``model_name`` label before the first scrape names it.
+    served_model_name: str | None = None
 
     @field_validator("upstream")
     @classmethod

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable, Collection
 
 import aiohttp
 from aiohttp import web
@@ -19,6 +20,8 @@ from fleetslo.core.config import parse_listen
 from fleetslo.sidecar.gate.admin import admin_app
 from fleetslo.sidecar.gate.admission import Admission
 from fleetslo.sidecar.gate.collector import GateCollector
+from fleetslo.sidecar.gate.guard import BodyBudget, throttle_noisy_loggers
+from fleetslo.sidecar.gate.paths import ModelNames
 from fleetslo.sidecar.gate.proxy import Proxy
 from fleetslo.sidecar.gate.stats import GateStats, GateWindows
 from fleetslo.sidecar.settings import GateServerSettings
@@ -37,14 +40,21 @@ class Gate:
     """The admission gate of one sidecar."""
 
     def __init__(
-        self, settings: GateServerSettings, slo: SloThresholds | None = None, ring_size: int = 64
+        self,
+        settings: GateServerSettings,
+        slo: SloThresholds | None = None,
+        ring_size: int = 64,
+        served: Callable[[], Collection[str]] = tuple,
     ) -> None:
+        """``served`` returns the engine's model names (the sidecar passes its last scrape's)."""
         self.settings = settings
         slo = slo or SloThresholds()
         self.admission = Admission(settings.max_inflight, settings.max_queue)
         self.stats = GateStats(slo.ttft, slo.tpot)
         self.windows = GateWindows(self.stats, ring_size)
-        self.collector = GateCollector(self.admission, self.stats)
+        self.models = ModelNames(served, settings.served_model_name)
+        self.budget = BodyBudget(settings.max_pending_bodies, settings.max_pending_bytes)
+        self.collector = GateCollector(self.admission, self.stats, self.models.names)
         self.port: int | None = None
         self.admin_port: int | None = None
         self._runners: list[web.AppRunner] = []
@@ -57,6 +67,7 @@ class Gate:
     async def start(self) -> None:
         """Open the upstream pool and bind both listeners (port 0 picks a free one)."""
         s = self.settings
+        throttle_noisy_loggers()
         # No pool limit: admission bounds generation requests; the pool must never add a second,
         # hidden queue. Bytes stay as vLLM sent them (no decompression, no added headers).
         connector = aiohttp.TCPConnector(limit=0, keepalive_timeout=UPSTREAM_KEEPALIVE)
@@ -68,6 +79,7 @@ class Gate:
         proxy = Proxy(
             upstream=s.upstream, admission=self.admission, stats=self.stats,
             queue_timeout=s.queue_timeout, max_body=s.max_body, session=self._session,
+            models=self.models, budget=self.budget, body_timeout=s.body_timeout,
         )  # fmt: skip
         app = web.Application(client_max_size=s.max_body)
         app.router.add_route("*", "/{tail:.*}", proxy.handle)
@@ -81,7 +93,11 @@ class Gate:
     async def _serve(self, app: web.Application, listen: str) -> int:
         # handler_cancellation: a client that hangs up cancels its handler, which closes the
         # upstream connection, which makes vLLM abort the request.
-        runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+        # keepalive_timeout: aiohttp closes a connection that has not sent a whole request this
+        # long after it opened or after its last answer, which bounds slow headers too.
+        runner = web.AppRunner(
+            app, access_log=None, handler_cancellation=True, keepalive_timeout=self.settings.header_timeout
+        )
         await runner.setup()
         self._runners.append(runner)
         host, port = parse_listen(listen)
