@@ -123,7 +123,8 @@ async def test_fleetslo_exporter_with_gate_flags_serves_through_the_gate_and_the
 ) -> None:
     fake = await FakeOpenAIUpstream().start()
     token_file = tmp_path / "token"
-    token_file.write_text("tok-123\n")
+    token_file.write_text("tok-123-456-789-abc\n")
+    token_file.chmod(0o600)
     listen, gate_port, admin_port = free_port(), free_port(), free_port()
     args = [
         sys.executable, "-m", "fleetslo.cli", "exporter", "--vllm-url", fake.url,
@@ -141,7 +142,7 @@ async def test_fleetslo_exporter_with_gate_flags_serves_through_the_gate_and_the
             async with client.post(f"http://127.0.0.1:{gate_port}/v1/completions",
                                    data=json.dumps(chat(3))) as resp:  # fmt: skip
                 assert resp.status == 200
-            headers = {"Authorization": "Bearer tok-123"}
+            headers = {"Authorization": "Bearer tok-123-456-789-abc"}
             async with client.get(f"http://127.0.0.1:{admin_port}/admin/limit", headers=headers) as resp:
                 assert await resp.json() == {"limit": 4}
             async with client.get(f"http://127.0.0.1:{listen}/metrics") as resp:

@@ -24,6 +24,7 @@ from fleetslo.sidecar.gate.guard import BodyBudget, throttle_noisy_loggers
 from fleetslo.sidecar.gate.paths import ModelNames
 from fleetslo.sidecar.gate.proxy import Proxy
 from fleetslo.sidecar.gate.stats import GateStats, GateWindows
+from fleetslo.sidecar.gate.token import TokenSource
 from fleetslo.sidecar.settings import GateServerSettings
 from fleetslo.sidecar.thresholds import SloThresholds
 
@@ -34,6 +35,15 @@ CONNECT_TIMEOUT = 10.0
 #: Idle upstream connections are dropped after this long: under uvicorn's 5 s keep-alive (vLLM's
 #: server), so the gate rarely reuses a connection that vLLM is closing.
 UPSTREAM_KEEPALIVE = 4.0
+
+
+def _token_source(s: GateServerSettings) -> TokenSource | None:
+    """The admin token: from its file (re-read on change) when one is named, else as configured."""
+    if s.admin_token_file is not None:
+        return TokenSource(path=s.admin_token_file)
+    if s.admin_token is not None and s.admin_token.get_secret_value():
+        return TokenSource(static=s.admin_token.get_secret_value())
+    return None
 
 
 class Gate:
@@ -84,11 +94,11 @@ class Gate:
         app = web.Application(client_max_size=s.max_body)
         app.router.add_route("*", "/{tail:.*}", proxy.handle)
         self.port = await self._serve(app, s.listen)
-        token = s.admin_token.get_secret_value() if s.admin_token is not None else ""
-        if token:
-            self.admin_port = await self._serve(admin_app(self.admission, self.stats, token), s.admin_listen)
+        tokens = _token_source(s)
+        if tokens is not None:
+            self.admin_port = await self._serve(admin_app(self.admission, self.stats, tokens), s.admin_listen)
         log.info("gate on port %s → %s; admin API %s", self.port, s.upstream,
-                 f"on port {self.admin_port}" if token else "off (no token)")  # fmt: skip
+                 f"on port {self.admin_port}" if tokens else "off (no token)")  # fmt: skip
 
     async def _serve(self, app: web.Application, listen: str) -> int:
         # handler_cancellation: a client that hangs up cancels its handler, which closes the
