@@ -12,9 +12,10 @@ import asyncio
 import contextlib
 import gc
 import logging
+import math
 import signal
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 
 import aiohttp
 from aiohttp import web
@@ -60,6 +61,7 @@ class Sidecar:
         #: Each returns why the sidecar is not ready (e.g. the gate is draining), or ``None``.
         self._readiness: list[Callable[[], str | None]] = []
         self._scraper: VllmScraper | None = None
+        self._rejected_warned_at = -math.inf
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
 
@@ -80,17 +82,32 @@ class Sidecar:
         assert self._scraper is not None, "start() first"
         started = time.perf_counter()
         try:
-            models = await self._scraper.scrape()
+            page = await self._scraper.scrape()
         except EngineScrapeError as exc:
             self.tracker.record_failure(self.clock(), time.perf_counter() - started, exc)
             log.warning("scrape failed: %s", exc)
         else:
             duration = time.perf_counter() - started
-            self.tracker.record_success(self.clock(), duration, models, wall=self.wall_clock())
+            self.tracker.record_success(
+                self.clock(), duration, page.models, wall=self.wall_clock(),
+                rejected=page.rejected, held=page.rejected_families,
+            )  # fmt: skip
+            if page.rejected_families:
+                self._warn_rejected(page.rejected_families)
         if self.collector.exact is not None:
             # Same instants as the tracker's ring, so gate and vLLM windows cover the same span.
             self.collector.exact.snapshot(self.clock())
         self.scrapes_attempted += 1
+
+    def _warn_rejected(self, families: Mapping[str, frozenset[str]]) -> None:
+        """One warning per minute at most: a page that stays bad must not flood the log."""
+        now = self.clock()
+        if now - self._rejected_warned_at >= 60.0:
+            self._rejected_warned_at = now
+            named = "; ".join(
+                f"{model or '(no model)'}: {', '.join(sorted(f))}" for model, f in families.items()
+            )
+            log.warning("impossible values on the vLLM page, families left out: %s", named)
 
     async def scrape_forever(self) -> None:
         loop = asyncio.get_running_loop()
@@ -104,7 +121,9 @@ class Sidecar:
 
     async def start(self, session: aiohttp.ClientSession) -> None:
         """Bind the HTTP listener (port 0 picks a free port, see ``self.port``)."""
-        self._scraper = VllmScraper(self.settings.vllm_url, self.settings.scrape_timeout, session)
+        self._scraper = VllmScraper(
+            self.settings.vllm_url, self.settings.scrape_timeout, session, self.settings.max_page_bytes
+        )
         app = web.Application()
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/healthz", self._healthz)

@@ -40,6 +40,8 @@ class ExporterSettings(Frozen):
     slo_tpot: PositiveDuration | None = None
     otlp_endpoint: str | None = None
     otlp_interval: PositiveDuration = 15.0
+    #: A vLLM page larger than this is a failed scrape (``page_too_large``), not parsed.
+    max_page_bytes: ByteSize = Field(default=16 * 1024**2, ge=64 * 1024, le=1024**3)
 
     @field_validator("vllm_url")
     @classmethod
