@@ -145,17 +145,23 @@ def run_demo(
     watcher = threading.Thread(target=descendants.watch, daemon=True)
     watcher.start()
     lines: list[str] = []
+    timer: threading.Timer | None = None
     try:
         assert process.stdout is not None
         for line in process.stdout:
             lines.append(line)
-            if interrupt_after is not None and interrupt_after in line:
+            if timer is not None and "starting again at" in line and timer.is_alive():
+                timer.cancel()  # the host fell behind: interrupt the run that replaces this one
+                timer = None
+            if interrupt_after is not None and interrupt_after in line and timer is None:
                 before("".join(lines))
                 # What Ctrl-C in a terminal does: SIGINT to the foreground process group.
-                threading.Timer(interrupt_after_s, os.killpg, (process.pid, signal.SIGINT)).start()
-                interrupt_after = None
+                timer = threading.Timer(interrupt_after_s, os.killpg, (process.pid, signal.SIGINT))
+                timer.start()
         returncode = process.wait(timeout=DEMO_TIMEOUT_S)
     finally:
+        if timer is not None:
+            timer.cancel()
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
@@ -213,33 +219,58 @@ def test_the_demo_agrees_with_fleetslo_simulate_on_the_same_trace(demo: Ran) -> 
     )
 
 
-def test_the_report_renders_its_plots_in_headless_chromium(demo: Ran, tmp_path: Path) -> None:
+#: Measures the laid-out page in the browser: how far the summary table and the page overflow
+#: their boxes horizontally, and which strip labels fall outside their SVG (clipped).
+LAYOUT_PROBE = """<script>
+const wrap = document.querySelector('section .table-wrap');
+const labels = [...document.querySelectorAll('svg.strip text')];
+const layout = {
+  summary: wrap.scrollWidth - wrap.clientWidth,
+  page: document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  clipped: labels.filter(t => { const b = t.getBBox(); return b.x < 0 || b.x + b.width > 1080; })
+    .map(t => t.textContent),
+};
+document.body.setAttribute('data-layout', JSON.stringify(layout));
+</script>"""
+
+
+def _chromium(tmp_path: Path, width: int, *args: str) -> subprocess.CompletedProcess[str]:
     if not Path(CHROMIUM).exists():
         hint = f"{CHROMIUM} not found: install it with `apt-get install -y --no-install-recommends chromium`"
         if os.environ.get("CI") == "true":
             pytest.fail(hint)
         pytest.skip(hint)
-    png = tmp_path / "report.png"
-    subprocess.run(
+    return subprocess.run(
         [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--no-first-run",
-            f"--user-data-dir={tmp_path / 'profile'}",
-            "--window-size=1200,2000",
-            f"--screenshot={png}",
-            demo.report.as_uri(),
+            CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+            f"--user-data-dir={tmp_path / 'profile'}", f"--window-size={width},2600", *args,
         ],
-        check=True,
-        capture_output=True,
-        timeout=90,
-    )
+        check=True, capture_output=True, text=True, timeout=90,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+def test_the_report_lays_out_in_headless_chromium(demo: Ran, tmp_path: Path, width: int) -> None:
+    """At a desktop and a narrow width: a screenshot with the plots drawn (kept under
+    $FLEETSLO_SCREENSHOTS when set, to look at), and the laid-out page measured in the browser."""
+    page = demo.report.read_text(encoding="utf-8")
+    assert "<svg" in page and "<script" not in page
+    png = tmp_path / f"report-{width}.png"
+    _chromium(tmp_path, width, f"--screenshot={png}", demo.report.as_uri())
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 50_000, "an empty page would be a few KB"
-    assert "<svg" in demo.report.read_text(encoding="utf-8") and "<script" not in demo.report.read_text()
+    if keep := os.environ.get("FLEETSLO_SCREENSHOTS"):
+        shutil.copy(png, Path(keep) / png.name)
+    probe = tmp_path / "probe.html"
+    probe.write_text(page.replace("</body>", LAYOUT_PROBE + "</body>"), encoding="utf-8")
+    dom = _chromium(tmp_path, width, "--dump-dom", probe.as_uri()).stdout
+    found = re.search(r'data-layout="([^"]*)"', dom)
+    assert found is not None, dom[-2000:]
+    layout = json.loads(found.group(1).replace("&quot;", '"'))
+    assert layout["page"] == 0, f"the page scrolls sideways at {width}px"
+    assert layout["clipped"] == [], f"strip labels clipped at {width}px"
+    if width >= 1400:
+        assert layout["summary"] == 0, f"the summary table overflows by {layout['summary']}px at {width}px"
 
 
 def test_prometheus_scrapes_the_demo_and_ctrl_c_still_stops_everything(tmp_path: Path) -> None:

@@ -249,7 +249,7 @@ def test_the_batch_limit_axis_is_scaled_to_the_real_limits_not_to_no_limit() -> 
     r["max_num_seqs"] = 1024
     chart = _batch_chart(render_report([r], "t"))
     ticks = [float(t) for t in re.findall(r'text-anchor="end">([0-9.]+)</text>', chart)]
-    assert ticks and 15 <= max(ticks) <= 20, ticks  # the axis ends just above 15, not at 1024
+    assert ticks and 15 <= max(ticks) <= 100, ticks  # the axis ends above 15, not at 1024
     assert "max_num_seqs, 1024)" in render_report([r], "t")
 
 

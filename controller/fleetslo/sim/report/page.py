@@ -157,8 +157,8 @@ def _comparison(results: Sequence[Result], labels: Sequence[str], x_max: float) 
         _figure("Queue length", "Requests waiting (mean over the window).", _queue(results, labels, x_max)),
         _figure(
             "Batch limit",
-            "Concurrent sequences allowed per replica; along the top edge: no limit (the engine's own "
-            f"max_num_seqs{_max_seqs_note(results)})." + _shared_note(results, "batch_limit"),
+            "Concurrent sequences allowed per replica, log scale; along the top edge: no limit (the "
+            f"engine's own max_num_seqs{_max_seqs_note(results)})." + _shared_note(results, "batch_limit"),
             _batch(results, labels, x_max),
         ),
     ]
@@ -296,7 +296,9 @@ def _max_seqs_note(results: Sequence[Result]) -> str:
 
 def _batch(results: Sequence[Result], labels: Sequence[str], x_max: float) -> str:
     lines = _each_or_shared(results, labels, lambda r: _steps(r, "batch_limit", x_max), step=True)
-    return render_chart(Chart("Batch limit", "sequences / replica", lines, x_max, y_cap=_no_limit(results)))
+    # Log scale: a controller's tight limits (4-15) and a loose one (200) both stay readable.
+    chart = Chart("Batch limit", "sequences / replica", lines, x_max, log=True, y_cap=_no_limit(results))
+    return render_chart(chart)
 
 
 # --- one run ----------------------------------------------------------------------------------
