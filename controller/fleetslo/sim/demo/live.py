@@ -47,6 +47,10 @@ PROMETHEUS_CHECK_S = 5.0
 #: Wall seconds between the ticks that measure the demo's own event-loop lag, and between two
 #: reads of every engine's wake-up lag.
 LOOP_TICK_S, ENGINE_POLL_S = 0.02, 1.0
+#: Simulated seconds between two scrapes of an engine by its sidecar, and between two looks of the
+#: fleet's monitor at a starting (ready) replica. In simulated time, so a slower run (after the host
+#: fell behind) also polls less per wall second: the same freshness, a fraction of the CPU.
+SIDECAR_INTERVAL_S, POLL_S, READY_POLL_S = 5.0, 0.5, 2.5
 
 
 class Demo:
@@ -69,8 +73,15 @@ class Demo:
             buckets=scenario.bucket_layout(),
             max_inflight=scenario.profile.max_num_seqs,
             log_level="debug" if options.log_level == "debug" else "warning",
+            sidecar_interval_s=max(0.1, SIDECAR_INTERVAL_S / options.speedup),
         )
-        self.fleet = LocalFleet(spec.target, recipe, self.clock.now)
+        self.fleet = LocalFleet(
+            spec.target,
+            recipe,
+            self.clock.now,
+            poll_interval=max(0.01, POLL_S / options.speedup),
+            ready_poll_interval=max(0.05, READY_POLL_S / options.speedup),
+        )
         self.lag = lag.LagMeter()
         self.host = lag.HostCheck(self.lag, options.speedup, spec.objectives.ttft.threshold)
         self.prometheus: LocalPrometheus | None = None
