@@ -119,9 +119,11 @@ def test_the_live_view_renders_and_summarises_in_one_line() -> None:
         observed_ttft=None,
         observed_tpot=0.04,
         decisions=[ScaleEvent(60.0, 2, 3, 12, "ScaleUpForecast", "arrivals rising")],
+        notes=["HOST BEHIND 10×: engines p90 lag 25 ms of wall time = 0.25 s simulated (budget 0.10 s)"],
     )
     console = Console(width=120, record=True)
     console.print(view.render(status))
     text = console.export_text()
     assert "0.40 s / 2 s ✓" in text and "61.0 ms / 50 ms ✗" in text and "2 → 3" in text
     assert view.line(status).startswith("[1:15/2:00] 2.50 req/s · p90 TTFT 0.40s · p90 TPOT 61.0ms")
+    assert "HOST BEHIND 10×: engines p90 lag 25 ms" in text and "HOST BEHIND 10×" in view.line(status)
