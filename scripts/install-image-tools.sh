@@ -11,6 +11,8 @@ command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
 command -v buildah >/dev/null 2>&1 || need_apt+=(buildah)
 command -v umoci >/dev/null 2>&1 || need_apt+=(umoci)
 command -v skopeo >/dev/null 2>&1 || need_apt+=(skopeo)
+# debootstrap checks Debian's signatures (already there on Debian; not on other distributions' CI runners)
+[ -f /usr/share/keyrings/debian-archive-keyring.gpg ] || need_apt+=(debian-archive-keyring)
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then

@@ -57,7 +57,17 @@ class Bundle:
         inner = " ".join(shlex.quote(a) for a in ["env", "-i", *self.env, *argv])
         run = (f"exec chroot --userspec={self.uid}:{self.gid} {root} "
                f"/bin/sh -c {shlex.quote(f'cd {shlex.quote(self.cwd)} && exec {inner}')}")  # fmt: skip
-        return ["unshare", "--mount", "--pid", "--fork", "--", "/bin/sh", "-c", f"{mounts} && {run}"]
+        return [
+            "unshare",
+            "--mount",
+            "--pid",
+            "--fork",
+            "--kill-child",
+            "--",
+            "/bin/sh",
+            "-c",
+            f"{mounts} && {run}",
+        ]
 
 
 def entrypoint(bundle: Bundle, *args: str) -> list[str]:
