@@ -1,6 +1,7 @@
 """The FleetSLO spec: the version the code is written against (``v1``), re-exported."""
 
 from fleetslo.core.spec.v1 import (
+    RESOURCE_API_VERSION,
     Availability,
     BatchActuator,
     BatchLimit,
@@ -18,6 +19,7 @@ from fleetslo.core.spec.v1 import (
 )
 
 __all__ = [
+    "RESOURCE_API_VERSION",
     "Availability",
     "BatchActuator",
     "BatchLimit",
