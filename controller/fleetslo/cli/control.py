@@ -22,7 +22,11 @@ _RUN_KEYS = ("listen", "interval", "policy", "dry_run", "otlp_endpoint")
 
 def _configure_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="controller settings YAML (source, kubernetes, leader_election, …)")
-    p.add_argument("--slo", required=True, help="FleetSLO specs: a YAML file with one document per target")
+    p.add_argument(
+        "--slo",
+        help="FleetSLO specs: a YAML file with one document per target (optional "
+        "with resources.enabled in --config: then FleetSLO resources are held too)",
+    )
     p.add_argument(
         "--dry-run",
         dest="dry_run",
@@ -48,13 +52,17 @@ def _run_controller(args: argparse.Namespace) -> int:
     import socket
     import threading
 
-    from fleetslo.control.service import Environment, Service, build
+    from fleetslo.control.service import Environment
     from fleetslo.control.settings import ControllerSettings
+    from fleetslo.control.watch import serve
     from fleetslo.core.config import load
+    from fleetslo.core.errors import ConfigError
     from fleetslo.core.spec import load_fleetslo_documents
 
     settings = load(ControllerSettings, merged_options(args, _RUN_KEYS), args.config or "controller settings")
-    specs = load_fleetslo_documents(read_yaml_documents(args.slo), args.slo)
+    if not args.slo and not settings.resources.enabled:
+        raise ConfigError("--slo: required unless the controller file sets resources.enabled: true")
+    specs = load_fleetslo_documents(read_yaml_documents(args.slo), args.slo) if args.slo else []
     gate_file = settings.gate.token_file
     env = Environment(
         in_pod="KUBERNETES_SERVICE_HOST" in os.environ,
@@ -65,5 +73,5 @@ def _run_controller(args: argparse.Namespace) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    Service(build(settings, specs, env), settings).serve(stop)
+    serve(settings, specs, env, stop)
     return EXIT_OK

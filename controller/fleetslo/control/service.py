@@ -52,6 +52,7 @@ from fleetslo.control.kube.workloads import Workloads
 from fleetslo.control.leader import AlwaysLeader, LeaderElector
 from fleetslo.control.loop import Binding, Controller
 from fleetslo.control.ports import BatchLimitActuator, Drainer, PodDirectory, ReplicaActuator, Source
+from fleetslo.control.resources import Held, StatusAuditor, StatusWriter
 from fleetslo.control.settings import ControllerSettings, SourceKind
 from fleetslo.control.sources.direct import DirectSource
 from fleetslo.control.sources.prometheus import PrometheusClient, PrometheusSource
@@ -148,8 +149,12 @@ def build(
     specs: Sequence[FleetSLO],
     env: Environment,
     api: client.ApiClient | None = None,
+    *,
+    status: StatusWriter | None = None,
+    held: Sequence[Held] = (),
 ) -> Running:
-    """Every part of a controller for ``specs``, connected to the cluster (``api``, or ``connect``)."""
+    """Every part of a controller for ``specs``, connected to the cluster (``api``, or ``connect``);
+    with ``status``, the reconciles of the ``held`` resources are written into their status too."""
     check_options(settings.policy, settings.policy_options)  # a typo stops here, before any cluster call
     api = api or connect(settings.kubernetes, in_pod=env.in_pod)
     workloads = Workloads(api)
@@ -174,6 +179,8 @@ def build(
     ]  # fmt: skip
     tracer, tracer_shutdown = make_tracer(settings)
     auditor = Auditor(metrics, events, tracer)
+    if status is not None:
+        auditor = StatusAuditor(metrics, events, tracer, status, held, dry_run=settings.dry_run)
     controller = Controller(bindings, auditor, leader=leader, backoff=settings.backoff,
                             permanent_retry=settings.permanent_retry)  # fmt: skip
     closers = [c for c in (getattr(source, "close", None),) if c is not None]
