@@ -109,6 +109,7 @@ seccompProfile:
   "engine_args" (dict "container" "vllm")
   "gate" (dict "admin_port" (int $v.vllm.sidecar.ports.admin) "token_file" "/var/run/fleetslo/gate-token/token")
 -}}
+{{- $_ := set $base "resources" (dict "enabled" $v.fleetsloResources.enabled "namespaces" (include "fleetslo.watchedNamespaces" . | splitList "\n" | compact) "resync" $v.fleetsloResources.resync) -}}
 {{- if $v.controller.prometheusToken.secretName -}}
 {{- $_ := set $base "source" (dict "prometheus" (dict "bearer_token_file" "/var/run/fleetslo/prometheus-token/token")) -}}
 {{- end -}}
@@ -218,6 +219,16 @@ drained scale-down); create and patch Events.
 
 {{- define "fleetslo.gateTokenSecret" -}}
 {{- default (include "fleetslo.partname" (dict "root" . "suffix" "gate-token")) .Values.gateToken.existingSecret -}}
+{{- end -}}
+
+{{/*
+The namespaces watched for FleetSLO resources, one per line: fleetsloResources.namespaces, else the
+release namespace; nothing with rbac.clusterWide (every namespace) or with the resources off.
+*/}}
+{{- define "fleetslo.watchedNamespaces" -}}
+{{- if and .Values.fleetsloResources.enabled (not .Values.rbac.clusterWide) -}}
+{{- default (list .Release.Namespace) .Values.fleetsloResources.namespaces | uniq | sortAlpha | join "\n" -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Whether a FleetSLO uses the gate (then the controller needs the token). */}}
