@@ -227,3 +227,22 @@ def test_kubectl_get_output_loads_as_the_same_specs() -> None:
     )
     assert [s.spec for s in listed] == [s.spec for s in files]
     assert [s.metadata.name for s in listed] == [s.metadata.name for s in files]
+
+
+def test_alerts_build_reads_kubectl_get_output_as_it_reads_the_files(tmp_path: Any) -> None:
+    """`kubectl get fleetslo -A -o yaml > fleetslos.yaml; fleetslo alerts build --slo fleetslos.yaml`."""
+    from fleetslo.cli import main
+
+    items = [_example(i) | {"status": {"mode": "enforce"}} for i in range(len(EXAMPLES))]
+    listed = tmp_path / "fleetslos.yaml"
+    listed.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items}), encoding="utf-8")
+    from_list, from_files = tmp_path / "from-list", tmp_path / "from-files"
+    assert main(["alerts", "build", "--slo", str(listed), "--out", str(from_list)]) == 0
+    files = [a for p in EXAMPLES for a in ("--slo", str(p))]
+    assert main(["alerts", "build", *files, "--out", str(from_files)]) == 0
+    rules = sorted(p.name for p in from_files.glob("*.rules.yaml"))
+    assert rules and sorted(p.name for p in from_list.glob("*.rules.yaml")) == rules
+    for name in rules:  # the same rules; only the header comment names another source file
+        assert yaml.safe_load((from_list / name).read_text()) == yaml.safe_load(
+            (from_files / name).read_text()
+        )
