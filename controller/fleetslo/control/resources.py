@@ -28,7 +28,7 @@ from fleetslo.control.instruments import ControllerMetrics
 from fleetslo.control.kube.fleetslo_resources import Scaler
 from fleetslo.core.errors import ConfigError, FleetSLOError
 from fleetslo.core.model import Reason
-from fleetslo.core.spec import FleetSLO, Mode, Target, load_fleetslo_documents
+from fleetslo.core.spec import FleetSLO, Mode, ReplicaActuatorKind, Target, load_fleetslo_documents
 from fleetslo.core.spec.resource import resource_key
 from fleetslo.core.spec.status import (
     Condition,
@@ -96,6 +96,9 @@ def guard_conflicts(held: Sequence[Held], finder: ScalerFinder, events: EventSin
     """``held`` with every enforcing spec whose workload another autoscaler scales made advisory."""
     out = []
     for h in held:
+        if h.slo.spec.replicas.actuator == ReplicaActuatorKind.EXTERNAL:
+            out.append(h)  # the other autoscaler is fleetslo's hands here, by design
+            continue
         scalers = finder.scaling(h.slo.spec.target)
         if not scalers:
             out.append(h)
@@ -182,13 +185,14 @@ class StatusAuditor(Auditor):
     def status_of(self, r: Reconcile, h: Held) -> FleetSLOStatus:
         now, spec = self.now(), h.slo.spec
         advisory = self.dry_run or spec.mode == Mode.ADVISORY
+        external = spec.replicas.actuator == ReplicaActuatorKind.EXTERNAL
         obs = r.observation
         attainments = [a for a in (obs.ttft_attainment, obs.tpot_attainment) if a is not None]
         previous = self.last.get(r.name)
         d = r.decision
         return FleetSLOStatus(
             observedGeneration=h.generation,
-            mode="advisory" if advisory else "enforce",
+            mode="advisory" if advisory else "external" if external else "enforce",
             replicas=ReplicaStatus(
                 current=r.before.scale.desired, desired=d.replicas, ready=r.before.scale.counts.ready
             ),

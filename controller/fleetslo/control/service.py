@@ -58,7 +58,7 @@ from fleetslo.control.sources.direct import DirectSource
 from fleetslo.control.sources.prometheus import PrometheusClient, PrometheusSource
 from fleetslo.core.config import parse_listen
 from fleetslo.core.errors import ConfigError
-from fleetslo.core.spec import BatchActuator, FleetSLO, Mode
+from fleetslo.core.spec import BatchActuator, FleetSLO, Mode, ReplicaActuatorKind
 from fleetslo.policy.registry import check_options, make_policy
 
 log = logging.getLogger("fleetslo.run")
@@ -105,6 +105,9 @@ def make_fleet(
     }.get(spec.batch_limit.actuator)  # fmt: skip
     drainer: Drainer | None = actuators.gate if drain and actuators.gate is not None else None
     replicas, marker = actuators.replicas, actuators.marker
+    if spec.replicas.actuator == ReplicaActuatorKind.EXTERNAL:
+        # Another autoscaler follows the published count and removes replicas itself: no drain.
+        replicas, drainer, marker = DryRunReplicas(replicas), None, None
     if dry_run or spec.mode == Mode.ADVISORY:
         replicas = DryRunReplicas(replicas)
         batch = DryRunBatchLimit(batch) if batch is not None else None

@@ -106,12 +106,21 @@ class Objectives(Frozen):
         return value
 
 
+class ReplicaActuatorKind(StrEnum):
+    #: fleetslo writes the workload's ``/scale`` subresource.
+    SCALE = "scale"
+    #: fleetslo publishes ``fleetslo_controller_desired_replicas{target}`` and another autoscaler
+    #: (a KEDA ScaledObject or an HPA, from ``fleetslo autoscaler build``) writes the count.
+    EXTERNAL = "external"
+
+
 class Replicas(Frozen):
-    """Bounds on the replica count, and how long a new replica takes to serve."""
+    """Bounds on the replica count, how long a new replica takes to serve, and who writes it."""
 
     min: int = Field(default=1, ge=0, le=10_000)
     max: int = Field(ge=1, le=10_000)
     cold_start: PositiveDuration = 300.0
+    actuator: ReplicaActuatorKind = ReplicaActuatorKind.SCALE
 
     cel_rules: ClassVar[tuple[CelRule, ...]] = (
         CelRule("(has(self.min) ? self.min : 1) <= self.max", "min must be <= max"),
