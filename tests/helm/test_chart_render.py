@@ -119,7 +119,7 @@ def test_defaults_render_the_controller_and_no_reference_fleet() -> None:
     kinds = sorted({o["kind"] for o in objects})
     assert kinds == sorted(
         ["ConfigMap", "Deployment", "NetworkPolicy", "PodDisruptionBudget", "Role", "RoleBinding",
-         "Service", "ServiceAccount"]
+         "Secret", "Service", "ServiceAccount"]  # the gate token, for FleetSLO resources that use the gate
     )  # fmt: skip
     assert one(objects, "Deployment")["spec"]["replicas"] == 2
     assert len(find(objects, "ConfigMap")) == 4  # the controller's, three dashboards

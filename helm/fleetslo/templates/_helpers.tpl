@@ -231,8 +231,9 @@ release namespace; nothing with rbac.clusterWide (every namespace) or with the r
 {{- end -}}
 {{- end -}}
 
-{{/* Whether a FleetSLO uses the gate (then the controller needs the token). */}}
+{{/* Whether a FleetSLO uses the gate (then the controller needs the token); any FleetSLO resource may. */}}
 {{- define "fleetslo.usesGate" -}}
+{{- if .Values.fleetsloResources.enabled }}true{{ end -}}
 {{- range .Values.slos -}}
 {{- if eq (dig "batch_limit" "actuator" "none" .spec) "gate" }}true{{ end -}}
 {{- end -}}
