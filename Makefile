@@ -58,6 +58,12 @@ helm-files:
 helm-golden: $(STAMP) tools
 	FLEETSLO_UPDATE_GOLDEN=1 PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/pytest -q tests/helm -k golden
 
+# The container image (Containerfile) as an OCI layout in .image/oci, with no daemon and no
+# registry: debootstrap + buildah (installed by the script, as root); cached, instant when unchanged.
+.PHONY: image
+image: $(STAMP)
+	bash scripts/build-image.sh
+
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 

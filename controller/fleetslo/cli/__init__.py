@@ -26,7 +26,14 @@ from fleetslo.cli.common import (
     read_yaml_file,
 )
 from fleetslo.cli.control import _configure_run, _run_controller
-from fleetslo.cli.generate import _configure_alerts, _configure_dashboards, _run_alerts, _run_dashboards
+from fleetslo.cli.generate import (
+    _configure_alerts,
+    _configure_autoscaler,
+    _configure_dashboards,
+    _run_alerts,
+    _run_autoscaler,
+    _run_dashboards,
+)
 from fleetslo.cli.sidecar import (
     _EXPORTER_KEYS,
     _GATE_KEYS,
@@ -74,6 +81,8 @@ COMMANDS: list[Command] = [
             _configure_alerts, _run_alerts),
     Command("dashboards", "Grafana dashboards for the fleet, GPUs and the controller (dashboards build)",
             _configure_dashboards, _run_dashboards),
+    Command("autoscaler", "the KEDA ScaledObject or HPA that follows fleetslo (replicas.actuator: external)",
+            _configure_autoscaler, _run_autoscaler),
 ]  # fmt: skip
 
 

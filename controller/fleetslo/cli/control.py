@@ -25,7 +25,11 @@ _RUN_KEYS = ("listen", "interval", "policy", "dry_run", "otlp_endpoint")
 
 def _configure_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="controller settings YAML (source, kubernetes, leader_election, …)")
-    p.add_argument("--slo", required=True, help="FleetSLO specs: a YAML file with one document per target")
+    p.add_argument(
+        "--slo",
+        help="FleetSLO specs: a YAML file with one document per target (optional "
+        "with resources.enabled in --config: then FleetSLO resources are held too)",
+    )
     p.add_argument(
         "--dry-run",
         dest="dry_run",
@@ -52,15 +56,18 @@ def _run_controller(args: argparse.Namespace) -> int:
     import threading
 
     from fleetslo.control.kube.client import connect
-    from fleetslo.control.service import Environment, Service, build
+    from fleetslo.control.service import Environment
     from fleetslo.control.settings import ControllerSettings
+    from fleetslo.control.watch import serve
     from fleetslo.core.config import load
     from fleetslo.core.errors import ConfigError
     from fleetslo.core.spec import load_fleetslo_documents
     from fleetslo.policy.registry import check_options
 
     settings = load(ControllerSettings, merged_options(args, _RUN_KEYS), args.config or "controller settings")
-    specs = load_fleetslo_documents(read_yaml_documents(args.slo), args.slo)
+    if not args.slo and not settings.resources.enabled:
+        raise ConfigError("--slo: required unless the controller file sets resources.enabled: true")
+    specs = load_fleetslo_documents(read_yaml_documents(args.slo), args.slo) if args.slo else []
     gate_file = settings.gate.token_file
     env = Environment(
         in_pod="KUBERNETES_SERVICE_HOST" in os.environ,
@@ -84,5 +91,5 @@ def _run_controller(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, stopping)
     signal.signal(signal.SIGINT, stopping)
-    Service(build(settings, specs, env, api=api), settings).serve(stop)
+    serve(settings, specs, env, stop, api=api)
     return EXIT_INTERRUPTED if signal.SIGINT in received else EXIT_OK

@@ -1,6 +1,7 @@
 """The FleetSLO spec: the version the code is written against (``v1``), re-exported."""
 
 from fleetslo.core.spec.v1 import (
+    RESOURCE_API_VERSION,
     Availability,
     BatchActuator,
     BatchLimit,
@@ -11,6 +12,7 @@ from fleetslo.core.spec.v1 import (
     Mode,
     Objective,
     Objectives,
+    ReplicaActuatorKind,
     Replicas,
     Target,
     TargetKind,
@@ -18,6 +20,7 @@ from fleetslo.core.spec.v1 import (
 )
 
 __all__ = [
+    "RESOURCE_API_VERSION",
     "Availability",
     "BatchActuator",
     "BatchLimit",
@@ -28,6 +31,7 @@ __all__ = [
     "Mode",
     "Objective",
     "Objectives",
+    "ReplicaActuatorKind",
     "Replicas",
     "Target",
     "TargetKind",
