@@ -38,7 +38,8 @@ class RateForecast:
         return RateForecast((*kept, (now, rate)), seasonal)
 
     def bootstrapped(self, history: Iterable[Sample]) -> RateForecast:
-        """The seasonal part filled from past (time, arrival rate) samples: the last days in Prometheus."""
+        """The seasonal part filled from past (time, rate) samples (the last days in Prometheus), at start:
+        samples older than one already observed are ignored."""
         if self.seasonal is None:
             return self
         return RateForecast(self.samples, self.seasonal.observe_many(history))

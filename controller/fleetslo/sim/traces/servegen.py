@@ -12,9 +12,10 @@ windows (``chunk-N-dataset.json``). This module turns that into requests:
   (e.g. rate 11.3/s with a Gamma mean gap of 35 ms), and the rate is what the traffic curve is.
   The first arrival of a window falls a uniform fraction of a gap after its start (the renewal
   process's usual equilibrium approximation), so windows join without a gap or a clump.
-* **Lengths.** Prompt and output lengths are drawn independently from the client's distributions of
-  the nearest earlier dataset window (the nearest later one before the first, as the data is sparse:
-  4–56 entries over two weeks); clients without any come from ``fallback``.
+* **Lengths.** Prompt and output lengths are drawn independently (the data has marginals only;
+  0-token entries are left out) from the client's distributions of the nearest earlier dataset
+  window (the nearest later one before the first, as the data is sparse: 4–56 entries over two
+  weeks); clients without any come from ``fallback``.
 * **Streaming.** ``arrivals`` yields requests in arrival order, one 10-minute window at a time:
   memory holds one window of the aggregate, never the two weeks (tens of millions of requests).
 * **Determinism.** Every (client, window) draws from its own generator seeded from ``seed``, the
@@ -322,8 +323,14 @@ def _pdf(raw: dict[str, str], name: str, where: str) -> LengthPdf:
         raise ConfigError(f"{where}: {name} is not a Python-literal dict") from None
     if not isinstance(parsed, dict) or not parsed:
         raise ConfigError(f"{where}: {name} must be a non-empty {{tokens: probability}} dict")
-    items = sorted((int(k), float(v)) for k, v in parsed.items() if float(v) > 0)
-    if not items or any(v < 1 for v, _ in items):
+    try:
+        pairs = [(int(k), float(v)) for k, v in parsed.items()]
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: {name} must map token counts to probabilities") from None
+    # 0-token entries are left out, as the trace readers skip 0-token rows: such a request has no
+    # first token to time (renormalised by drawing against the cumulative total)
+    items = sorted((k, p) for k, p in pairs if p > 0 and k >= 1)
+    if not items:
         raise ConfigError(f"{where}: {name} needs positive token counts with positive probability")
     values = tuple(v for v, _ in items)
     return LengthPdf(values, tuple(accumulate(p for _, p in items)))
