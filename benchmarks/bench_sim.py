@@ -1,18 +1,29 @@
-"""Simulated requests per wall-second: the Azure 2023 conversation trace at 20x its rate, static fleet.
+"""Simulated requests per wall-second: the exact engine, and representative replicas on a million requests.
 
-Target (issue 4): at least 50,000 requests per second of wall time on one core, so a day of heavy
-traffic replays in under a minute. The warm fleet is sized first (not timed), then the replay is
-timed end to end (build requests, simulate, judge) over a few rounds; the best round is reported,
-as scheduler noise on a shared machine only ever slows a round down. ``python -m benchmarks sim``.
+1. **Exact engine** (issue 4): the Azure 2023 conversation trace at 20x its rate, static fleet; target
+   at least 50,000 requests per second of wall time on one core. The warm fleet is sized first (not
+   timed), then the replay is timed end to end (build requests, simulate, judge) over a few rounds;
+   the best round is reported, as scheduler noise on a shared machine only ever slows a round down.
+2. **Representative replicas** (issue 19): the same trace at 60x (1.16 M requests) on a static fleet
+   of ``LARGE_FLEET`` replicas, replayed exactly (``runner`` + ``result``, once: minutes) and with one
+   replica in m simulated (``fleetslo.sim.sampled``: every m-th request to N/m replicas, streamed,
+   windowed judging; timed from the scaled trace, sampling included); target at least 200,000
+   requests of the full trace per wall-second, with window attainment, request attainment and
+   replica-hours within 1 % of the exact run. ``BENCH_SIM_LARGE=0`` skips part 2.
+
+``python -m benchmarks sim``.
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from fleetslo.policy.baselines import StaticPolicy
+from fleetslo.sim.longrun import simulate_stream
 from fleetslo.sim.profile import builtin_profile
+from fleetslo.sim.sampled import every_mth, sampled_spec
 from fleetslo.sim.scenario import Scenario, initial_replicas, make_spec, run_policy
 from fleetslo.sim.traces import load_trace, rate_scale
 
@@ -21,6 +32,10 @@ TRACE = "azure2023/AzureLLMInferenceTrace_conv.csv"
 CANDIDATES = (ROOT / "traces" / TRACE, ROOT.parent / "shared" / "traces" / TRACE)
 PROFILE = "mi325x-qwen3-235b-fp8-tp4"
 TARGET = 50_000.0
+LARGE_TARGET = 200_000.0
+LARGE_SCALE = 60.0
+LARGE_FLEET = 104  # a multiple of every m below, so the sampled fleets are exactly N/m
+SAMPLES = (8, 4)
 
 
 def scenario(scale: float = 20.0) -> Scenario:
@@ -32,7 +47,71 @@ def scenario(scale: float = 20.0) -> Scenario:
     return Scenario(trace, base.trace_name, profile, spec, initial_replicas=initial_replicas(base))
 
 
-def main(rounds: int = 3) -> dict[str, float]:
+def large(samples: tuple[int, ...] = SAMPLES) -> dict[str, Any]:
+    """Exact against representative replicas on 1.16 M requests (see the module docstring)."""
+    path = next((p for p in CANDIDATES if p.exists()), CANDIDATES[0])
+    base = load_trace(path)
+    profile = builtin_profile(PROFILE)
+    spec = make_spec(profile, max_replicas=400)
+    started = time.perf_counter()
+    trace = rate_scale(base, LARGE_SCALE)
+    scaling = time.perf_counter() - started
+    sc = Scenario(trace, f"{path.name} x{LARGE_SCALE:g}", profile, spec, initial_replicas=LARGE_FLEET)
+    started = time.perf_counter()
+    exact = run_policy(sc, StaticPolicy(LARGE_FLEET))
+    exact_wall = time.perf_counter() - started + scaling
+    rows: dict[str, Any] = {
+        "exact": {
+            "wall_seconds": exact_wall,
+            "requests_per_second": len(trace) / exact_wall,
+            "window_attainment": exact["window_attainment"],
+            "request_attainment": exact["request_attainment"],
+            "replica_hours": exact["replica_hours"],
+        }
+    }
+    print(
+        f"{sc.trace_name}: {len(trace):,} requests on {LARGE_FLEET} replicas, exact: {exact_wall:.1f} s wall "
+        f"({len(trace) / exact_wall:,.0f}/s), window attainment {exact['window_attainment']:.4f}, "
+        f"request attainment {exact['request_attainment']:.4f}, {exact['replica_hours']:.2f} replica-hours"
+    )
+    for m in samples:
+        started = time.perf_counter()
+        trace = rate_scale(base, LARGE_SCALE)
+        k = LARGE_FLEET // m
+        small = Scenario(trace, sc.trace_name, profile, sampled_spec(spec, m), initial_replicas=k)
+        result = simulate_stream(every_mth(trace.requests, m), StaticPolicy(k), small.config())
+        wall = time.perf_counter() - started
+        row = {
+            "wall_seconds": wall,
+            "requests_per_second": len(trace) / wall,
+            "window_attainment": result.window_attainment(),
+            "request_attainment": result.met_requests / result.requests,
+            "replica_hours": result.replica_seconds / 3600 * m,
+        }
+        rows[f"1 in {m}"] = row
+        errors = {
+            key: _relative(row[key], rows["exact"][key])
+            for key in ("window_attainment", "request_attainment", "replica_hours")
+        }
+        ok = row["requests_per_second"] >= LARGE_TARGET and all(e < 0.01 for e in errors.values())
+        print(
+            f"  1 replica in {m} ({k} simulated): {wall:.1f} s wall -> "
+            f"{row['requests_per_second']:,.0f} requests/s; "
+            f"window attainment {row['window_attainment']:.4f} ({errors['window_attainment']:+.2%}), "
+            f"request attainment {row['request_attainment']:.4f} ({errors['request_attainment']:+.2%}), "
+            f"replica-hours {row['replica_hours']:.2f} ({errors['replica_hours']:+.2%}) "
+            f"(target >= {LARGE_TARGET:,.0f}/s within 1 %: {'met' if ok else 'MISSED'})"
+        )
+    return rows
+
+
+def _relative(value: float | None, reference: float | None) -> float:
+    if value is None or reference is None or reference == 0:
+        return float("inf")
+    return abs(value - reference) / reference
+
+
+def main(rounds: int = 3) -> dict[str, Any]:
     sc = scenario()
     n = sc.initial_replicas
     best = float("inf")
@@ -42,7 +121,7 @@ def main(rounds: int = 3) -> dict[str, float]:
         result = run_policy(sc, StaticPolicy(n))
         best = min(best, time.perf_counter() - started)
     rate = len(sc.trace) / best
-    out = {
+    out: dict[str, Any] = {
         "requests": float(len(sc.trace)),
         "replicas": float(n),
         "wall_seconds": best,
