@@ -11,6 +11,12 @@
    requests of the full trace per wall-second, with window attainment, request attainment and
    replica-hours within 1 % of the exact run. ``BENCH_SIM_LARGE=0`` skips part 2.
 
+3. **Fleet scale** (issue 19): the reference customer's day, about 11,600 requests per second (a
+   billion a day) on thousands of replicas, is replayed as representative replicas: Poisson arrivals
+   with the conversation trace's token mix at 11,600/m per second, m = ``SCALE_M``, for
+   ``SCALE_MINUTES`` of simulated time on the fleet that carries it; the wall time of a whole day
+   is extrapolated from that (the engine's cost is linear in requests at a steady load).
+
 ``python -m benchmarks sim``.
 """
 
@@ -25,7 +31,7 @@ from fleetslo.sim.longrun import simulate_stream
 from fleetslo.sim.profile import builtin_profile
 from fleetslo.sim.sampled import every_mth, sampled_spec
 from fleetslo.sim.scenario import Scenario, initial_replicas, make_spec, run_policy
-from fleetslo.sim.traces import load_trace, rate_scale
+from fleetslo.sim.traces import load_trace, poisson, rate_scale, resampled_tokens
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACE = "azure2023/AzureLLMInferenceTrace_conv.csv"
@@ -36,6 +42,9 @@ LARGE_TARGET = 200_000.0
 LARGE_SCALE = 60.0
 LARGE_FLEET = 104  # a multiple of every m below, so the sampled fleets are exactly N/m
 SAMPLES = (8, 4)
+SCALE_RATE = 11_600.0
+SCALE_M = 64
+SCALE_MINUTES = 10.0
 
 
 def scenario(scale: float = 20.0) -> Scenario:
@@ -103,6 +112,30 @@ def large(samples: tuple[int, ...] = SAMPLES) -> dict[str, Any]:
             f"(target >= {LARGE_TARGET:,.0f}/s within 1 %: {'met' if ok else 'MISSED'})"
         )
     return rows
+
+
+def fleet_scale(rate: float = SCALE_RATE, m: int = SCALE_M, minutes: float = SCALE_MINUTES) -> dict[str, Any]:
+    """A slice of the billion-a-day fleet, simulated as one replica in ``m`` (see the docstring)."""
+    path = next((p for p in CANDIDATES if p.exists()), CANDIDATES[0])
+    profile = builtin_profile(PROFILE)
+    tokens = resampled_tokens(load_trace(path))
+    spec = make_spec(profile, max_replicas=10_000)
+    duration = minutes * 60
+    probe = poisson(rate / m, 300.0, tokens, seed=1)
+    small = Scenario(probe, f"poisson {rate:g}/s / {m}", profile, sampled_spec(spec, m), initial_replicas=1)
+    k = initial_replicas(small)
+    started = time.perf_counter()
+    trace = poisson(rate / m, duration, tokens, seed=2)
+    config = Scenario(trace, small.trace_name, profile, sampled_spec(spec, m), initial_replicas=k).config()
+    result = simulate_stream(iter(trace.requests), StaticPolicy(k), config)
+    wall = time.perf_counter() - started
+    day_wall = wall * 86_400.0 / duration
+    print(
+        f"fleet scale: {rate:,.0f} requests/s on {k * m:,} replicas ({k} simulated, 1 in {m}); "
+        f"{minutes:g} simulated minutes ({result.requests:,} requests simulated) in {wall:.1f} s wall, "
+        f"window attainment {result.window_attainment():.4f} -> one day in about {day_wall / 60:.0f} minutes"
+    )
+    return {"replicas": k * m, "simulated": k, "wall_seconds": wall, "day_wall_seconds": day_wall}
 
 
 def _relative(value: float | None, reference: float | None) -> float:
