@@ -166,3 +166,14 @@ def test_mape_by_day() -> None:
 
 def _minutes(start: float, end: float) -> list[float]:
     return [start + k * STEP for k in range(int((end - start) / STEP))]
+
+
+def test_the_request_mix_is_forecast_the_same_way() -> None:
+    # prompts are longer in the working day (documents) than at night (chat): tokens per request
+    def mix(t: float) -> float:
+        return 800.0 * (1 + 0.4 * math.cos(2 * math.pi * (t - 11 * 3600) / DAY_S))
+
+    forecast = SeasonalForecast().observe_many((t, mix(t)) for t in _minutes(0, 3 * DAY_S))
+    t = 3 * DAY_S + 7 * 3600
+    forecast = forecast.observe_many((s, mix(s)) for s in _minutes(3 * DAY_S, t))
+    assert forecast.ahead(t, HORIZON) == pytest.approx(mix(t + HORIZON), rel=0.01)
