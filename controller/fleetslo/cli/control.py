@@ -50,6 +50,7 @@ def _run_controller(args: argparse.Namespace) -> int:
 
     from fleetslo.control.service import Environment, Service, build
     from fleetslo.control.settings import ControllerSettings
+    from fleetslo.control.standalone import build_standalone, is_standalone
     from fleetslo.core.config import load
     from fleetslo.core.spec import load_fleetslo_documents
 
@@ -65,5 +66,7 @@ def _run_controller(args: argparse.Namespace) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    Service(build(settings, specs, env), settings).serve(stop)
+    # Static and Local targets need no cluster: the standalone build starts no Kubernetes client.
+    running = build_standalone(settings, specs, env) if is_standalone(specs) else build(settings, specs, env)
+    Service(running, settings).serve(stop)
     return EXIT_OK

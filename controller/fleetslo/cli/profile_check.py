@@ -8,6 +8,7 @@ The result is appended to the profile's provenance, so the file says how good it
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import tempfile
 from pathlib import Path
@@ -117,7 +118,11 @@ def validate(bench: Any, profile_path: str, results: list[Any], seconds: float, 
 
 
 def _record(profile_path: str, rows: list[dict[str, Any]]) -> None:
+    """Into the profile's provenance as a line, and every number beside it as ``FILE.validation.json``."""
     path = Path(profile_path)
+    path.with_name(path.name + ".validation.json").write_text(
+        json.dumps(rows, indent=2) + "\n", encoding="utf-8"
+    )
     doc = yaml.safe_load(path.read_text(encoding="utf-8"))
     doc.setdefault("provenance", {}).setdefault("measured", []).append(
         "validation (open loop, p90 sim vs client): "
