@@ -34,6 +34,7 @@ from fleetslo.cli.generate import (
     _run_autoscaler,
     _run_dashboards,
 )
+from fleetslo.cli.profile import _configure_profile, _run_profile
 from fleetslo.cli.sidecar import (
     _EXPORTER_KEYS,
     _GATE_KEYS,
@@ -77,6 +78,8 @@ COMMANDS: list[Command] = [
             _configure_sim_server, _run_sim_server),
     Command("demo", "the whole loop on this machine: simulated fleet, sidecars, controller, a real trace",
             _configure_demo, _run_demo),
+    Command("profile", "benchmark a running vLLM, fit an engine profile for the simulator and capacity model",
+            _configure_profile, _run_profile),
     Command("alerts", "alert rules and Alertmanager routing from FleetSLO specs (alerts build)",
             _configure_alerts, _run_alerts),
     Command("dashboards", "Grafana dashboards for the fleet, GPUs and the controller (dashboards build)",

@@ -56,8 +56,9 @@ def _run_controller(args: argparse.Namespace) -> int:
     import threading
 
     from fleetslo.control.kube.client import connect
-    from fleetslo.control.service import Environment
+    from fleetslo.control.service import Environment, Service
     from fleetslo.control.settings import ControllerSettings
+    from fleetslo.control.standalone import build_standalone, is_standalone
     from fleetslo.control.watch import serve
     from fleetslo.core.config import load
     from fleetslo.core.errors import ConfigError
@@ -76,13 +77,6 @@ def _run_controller(args: argparse.Namespace) -> int:
         gate_token=_token_reader(gate_file)() if gate_file else None,
     )
     check_options(settings.policy, settings.policy_options)  # a typo is usage (2), before any cluster call
-    try:
-        api = connect(settings.kubernetes, in_pod=env.in_pod)
-    except ConfigError as exc:
-        # The flags and files were valid; the machine has no (usable) cluster credentials: a
-        # runtime failure (1), not bad usage (2).
-        print(f"fleetslo run: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
     stop, received = threading.Event(), []
 
     def stopping(signum: int, _frame: object) -> None:
@@ -91,5 +85,16 @@ def _run_controller(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, stopping)
     signal.signal(signal.SIGINT, stopping)
+    if specs and is_standalone(specs):
+        # Static and Local targets need no cluster: the standalone build starts no Kubernetes client.
+        Service(build_standalone(settings, specs, env), settings).serve(stop)
+        return EXIT_INTERRUPTED if signal.SIGINT in received else EXIT_OK
+    try:
+        api = connect(settings.kubernetes, in_pod=env.in_pod)
+    except ConfigError as exc:
+        # The flags and files were valid; the machine has no (usable) cluster credentials: a
+        # runtime failure (1), not bad usage (2).
+        print(f"fleetslo run: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
     serve(settings, specs, env, stop, api=api)
     return EXIT_INTERRUPTED if signal.SIGINT in received else EXIT_OK

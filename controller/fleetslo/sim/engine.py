@@ -56,6 +56,12 @@ class Engine:
         self.kv_cap = profile.kv_capacity_tokens
         self.limit = self.max_seqs if limit is None else max(1, min(limit, self.max_seqs))
         self.metrics = metrics
+        # The API server's time (profile.frontend): the client sees the first token this much later
+        # than the engine makes it, and each later token this much later again; vLLM's page does not.
+        fe = profile.frontend
+        self.fe_request = fe.per_request_s if fe else 0.0
+        self.fe_prompt = fe.per_prompt_token_s if fe else 0.0
+        self.fe_output = fe.per_output_token_s if fe else 0.0
         self._noise = _noise_sampler(st.noise_cv, rng)
         self.noisy = st.noise_cv > 0
         #: Forces runs of at most this many steps (the step-by-step reference in tests).
@@ -268,7 +274,7 @@ class Engine:
         self.prefill_kv -= req.target
         m.generation_tokens += 1
         if req.first_token is None:
-            req.first_token = now
+            req.first_token = now + self._frontend_first(req)
             m.ttft.observe(now - req.engine_arrival)
             if self.request_histograms:
                 m.queue.observe((req.scheduled or now) - req.engine_arrival)
@@ -291,13 +297,17 @@ class Engine:
         req.join_step = -1
         self._record_finish(req, when)
 
+    def _frontend_first(self, req: SimRequest) -> float:
+        return self.fe_request + self.fe_prompt * req.input_tokens
+
     def _record_finish(self, req: SimRequest, when: float) -> None:
-        req.finish = when
+        shift = self._frontend_first(req)
+        req.finish = when + shift + self.fe_output * (req.output_tokens - 1)
         self.outstanding -= 1
         if self.finished is not None:
             self.finished.append(req)
         m = self.metrics
-        first = req.first_token if req.first_token is not None else when
+        first = req.first_token - shift if req.first_token is not None else when
         m.success += 1
         if self.request_histograms:
             scheduled = req.scheduled if req.scheduled is not None else when

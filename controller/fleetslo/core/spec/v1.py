@@ -34,6 +34,42 @@ class TargetKind(StrEnum):
     DEPLOYMENT = "Deployment"
     STATEFULSET = "StatefulSet"
     LEADERWORKERSET = "LeaderWorkerSet"
+    #: Replicas at fixed addresses (VMs, bare metal, Slurm): observed, limited through their gates,
+    #: never scaled. ``endpoints`` lists them.
+    STATIC = "Static"
+    #: Replicas as processes on this machine, started from a command template (``local``).
+    LOCAL = "Local"
+
+
+#: The kinds ``fleetslo run`` serves without a Kubernetes cluster.
+STANDALONE_KINDS = frozenset({TargetKind.STATIC, TargetKind.LOCAL})
+
+
+class StaticEndpoint(Frozen):
+    """One replica of a ``Static`` target: its sidecar (``/metrics``) and, for the gate actuator
+    and drains, its gate's admin API."""
+
+    name: str = Field(min_length=1, max_length=253)
+    sidecar_url: str = Field(pattern=r"^https?://")
+    admin_url: str | None = Field(default=None, pattern=r"^https?://")
+
+
+class LocalFleet(Frozen):
+    """How a ``Local`` target starts a replica: the engine's command line, with ``{port}``,
+    ``{model_name}``, ``{cpus}`` and ``{replica}`` filled in per replica (in ``env`` values too).
+    Each replica gets the next entry of ``cpus`` (round robin; ``taskset`` binds it there), and a
+    sidecar with the gate in front of its engine. One that is not healthy ``start_timeout`` after
+    its start is stopped. The engine answers ``/health`` when ready, as vLLM does."""
+
+    command: tuple[str, ...] = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    cpus: tuple[str, ...] = ()
+    start_timeout: PositiveDuration = 300.0
+    #: Replicas started (and waited for) before the first tick.
+    warm: int = Field(default=1, ge=0, le=64)
+    #: The replicas' logs, the gate token and ``endpoints.json`` (the gates taking requests now);
+    #: default: a new temporary folder, named in the controller's log.
+    workdir: str | None = None
 
 
 class Target(Frozen):
@@ -43,6 +79,20 @@ class Target(Frozen):
     namespace: str = Field(default="default", min_length=1, max_length=63)
     name: str = Field(min_length=1, max_length=253)
     model_name: str = Field(min_length=1)
+    endpoints: tuple[StaticEndpoint, ...] = ()
+    local: LocalFleet | None = None
+
+    @model_validator(mode="after")
+    def _kind_has_its_fields(self) -> Target:
+        if self.kind is TargetKind.STATIC and not self.endpoints:
+            raise ValueError("a Static target lists its replicas in endpoints")
+        if self.kind is TargetKind.LOCAL and self.local is None:
+            raise ValueError("a Local target says how to start a replica in local")
+        if self.kind is not TargetKind.STATIC and self.endpoints:
+            raise ValueError(f"endpoints apply to kind Static only (kind is {self.kind})")
+        if self.kind is not TargetKind.LOCAL and self.local is not None:
+            raise ValueError(f"local applies to kind Local only (kind is {self.kind})")
+        return self
 
 
 class Objective(Frozen):
@@ -183,6 +233,23 @@ class FleetSLOSpec(Frozen):
     batch_limit: BatchLimit = BatchLimit()
     cost: Cost = Cost()
     mode: Mode = Mode.ENFORCE
+    #: An engine profile (a packaged name or a YAML file, e.g. from ``fleetslo profile``) that the
+    #: capacity model may start from before it has learned the target's own latency.
+    profile: str | None = None
+
+    @model_validator(mode="after")
+    def _static_is_not_scaled(self) -> FleetSLOSpec:
+        t, r = self.target, self.replicas
+        if (
+            t.kind is TargetKind.STATIC
+            and self.mode is Mode.ENFORCE
+            and not r.min == r.max == len(t.endpoints)
+        ):
+            raise ValueError(
+                f"a Static target cannot be scaled: with mode enforce, replicas.min and max must both be "
+                f"{len(t.endpoints)} (its endpoints), or use mode: advisory"
+            )
+        return self
 
 
 class FleetSLO(Frozen):
