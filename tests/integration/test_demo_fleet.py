@@ -41,7 +41,7 @@ def wait_until(check: Callable[[], bool], timeout: float = 15.0) -> None:
 def test_the_local_fleet_starts_scales_drains_and_stops_its_processes(tmp_path: Path) -> None:
     spec = make_spec(builtin_profile(PROFILE), cold_start_s=20.0, name="demo")
     target = spec.target
-    (tmp_path / "token").write_text("s3cret")
+    (tmp_path / "token").write_text("s3cret-s3cret-s3cret")
     recipe = ReplicaRecipe(
         profile=PROFILE,
         model_name=target.model_name,
@@ -56,7 +56,9 @@ def test_the_local_fleet_starts_scales_drains_and_stops_its_processes(tmp_path: 
     )
     clock = SpeedClock(SPEEDUP)
     fleet = LocalFleet(target, recipe, clock.now)
-    gate = GateActuator(fleet, "s3cret", admin_url=fleet.admin_url, drain_timeout=5.0, poll_interval=0.05)
+    gate = GateActuator(
+        fleet, "s3cret-s3cret-s3cret", admin_url=fleet.admin_url, drain_timeout=5.0, poll_interval=0.05
+    )
     source = DirectSource(fleet, url=fleet.sidecar_url, interval=15.0, gpu_utilization=False)
     try:
         fleet.start(1)

@@ -26,7 +26,15 @@ from fleetslo.cli.common import (
     read_yaml_file,
 )
 from fleetslo.cli.control import _configure_run, _run_controller
-from fleetslo.cli.generate import _configure_alerts, _configure_dashboards, _run_alerts, _run_dashboards
+from fleetslo.cli.generate import (
+    _configure_alerts,
+    _configure_autoscaler,
+    _configure_dashboards,
+    _run_alerts,
+    _run_autoscaler,
+    _run_dashboards,
+)
+from fleetslo.cli.profile import _configure_profile, _run_profile
 from fleetslo.cli.sidecar import (
     _EXPORTER_KEYS,
     _GATE_KEYS,
@@ -70,10 +78,14 @@ COMMANDS: list[Command] = [
             _configure_sim_server, _run_sim_server),
     Command("demo", "the whole loop on this machine: simulated fleet, sidecars, controller, a real trace",
             _configure_demo, _run_demo),
+    Command("profile", "benchmark a running vLLM, fit an engine profile for the simulator and capacity model",
+            _configure_profile, _run_profile),
     Command("alerts", "alert rules and Alertmanager routing from FleetSLO specs (alerts build)",
             _configure_alerts, _run_alerts),
     Command("dashboards", "Grafana dashboards for the fleet, GPUs and the controller (dashboards build)",
             _configure_dashboards, _run_dashboards),
+    Command("autoscaler", "the KEDA ScaledObject or HPA that follows fleetslo (replicas.actuator: external)",
+            _configure_autoscaler, _run_autoscaler),
 ]  # fmt: skip
 
 

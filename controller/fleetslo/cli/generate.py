@@ -92,3 +92,39 @@ def _run_dashboards(args: argparse.Namespace) -> int:
     from fleetslo.generate.dashboards.build import generate
 
     return _sync_generated(generate(), Path(args.out), args.check, "dashboards")
+
+
+# --------------------------------------------------------------------------------------------
+# fleetslo autoscaler build
+# --------------------------------------------------------------------------------------------
+
+
+def _configure_autoscaler(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    build = sub.add_parser(
+        "build", help="the KEDA ScaledObject or HPA that follows fleetslo's desired replicas"
+    )
+    build.add_argument("--slo", action="append", required=True,
+                       help="FleetSLO spec file, or kubectl get -o yaml output (repeatable)")  # fmt: skip
+    build.add_argument(
+        "--kind", choices=["keda", "hpa"], default="keda", help="ScaledObject (default) or HPA"
+    )
+    build.add_argument("--prometheus-url", default="http://prometheus-operated.monitoring:9090",
+                       help="where KEDA queries the controller's metrics (keda only)")  # fmt: skip
+
+
+def _run_autoscaler(args: argparse.Namespace) -> int:
+    import yaml
+
+    from fleetslo.core.spec import ReplicaActuatorKind, load_fleetslo_documents
+    from fleetslo.generate.autoscalers import AutoscalerKind, follower
+
+    specs = [s for f in args.slo for s in load_fleetslo_documents(read_yaml_documents(f), f)]
+    for s in specs:
+        if s.spec.replicas.actuator != ReplicaActuatorKind.EXTERNAL:
+            actuator = s.spec.replicas.actuator.value
+            print(f"warning: {s.metadata.name}: replicas.actuator is {actuator}, so fleetslo scales it "
+                  "too; set it to external before applying this", file=sys.stderr)  # fmt: skip
+    objects = [follower(s, AutoscalerKind(args.kind), args.prometheus_url) for s in specs]
+    sys.stdout.write(yaml.safe_dump_all(objects, sort_keys=False))
+    return EXIT_OK

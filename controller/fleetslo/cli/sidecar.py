@@ -112,7 +112,9 @@ def _gate_options(options: dict[str, Any]) -> dict[str, Any] | None:
         return None
     gate.setdefault("upstream", options.get("vllm_url", "http://127.0.0.1:8000"))
     gate["admin_token"] = read_token_file(token_file) if token_file else None
-    if gate["admin_token"] is None:
+    if gate["admin_token"] is not None:
+        gate["admin_token_file"] = token_file  # the gate re-reads it when the Secret rotates
+    else:
         log.info("gate admin API off: %s", "no --admin-token-file" if not token_file else "no usable token")
     return gate
 

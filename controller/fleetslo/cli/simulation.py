@@ -92,6 +92,8 @@ def _run_simulate(args: argparse.Namespace) -> int:
     trace = compare.shape_trace(load_trace(args.trace), options)
     scenario = compare.build_scenario(trace, Path(args.trace).name, profile, options)
     results = _simulate_with_progress(scenario, options, show=not args.json)
+    for result in results:
+        result.setdefault("max_num_seqs", profile.max_num_seqs)  # the report's "no limit"
     title = args.title or compare.title_for(scenario)
     # The results first: a report that cannot be written after all must not lose them.
     if args.json:

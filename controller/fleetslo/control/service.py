@@ -51,11 +51,12 @@ from fleetslo.control.kube.workloads import Workloads
 from fleetslo.control.leader import AlwaysLeader, LeaderElector
 from fleetslo.control.loop import Binding, Controller
 from fleetslo.control.ports import BatchLimitActuator, Drainer, PodDirectory, ReplicaActuator, Source
+from fleetslo.control.resources import Held, StatusAuditor, StatusWriter
 from fleetslo.control.settings import ControllerSettings, SourceKind
 from fleetslo.control.sources.direct import DirectSource
 from fleetslo.control.sources.prometheus import PrometheusClient, PrometheusSource
 from fleetslo.core.errors import ConfigError
-from fleetslo.core.spec import BatchActuator, FleetSLO, Mode
+from fleetslo.core.spec import BatchActuator, FleetSLO, Mode, ReplicaActuatorKind
 from fleetslo.policy.registry import check_options, make_policy
 
 log = logging.getLogger("fleetslo.run")
@@ -104,6 +105,9 @@ def make_fleet(
     }.get(spec.batch_limit.actuator)  # fmt: skip
     drainer: Drainer | None = actuators.gate if drain and actuators.gate is not None else None
     replicas, marker = actuators.replicas, actuators.marker
+    if spec.replicas.actuator == ReplicaActuatorKind.EXTERNAL:
+        # Another autoscaler follows the published count and removes replicas itself: no drain.
+        replicas, drainer, marker = DryRunReplicas(replicas), None, None
     if dry_run or spec.mode == Mode.ADVISORY:
         replicas = DryRunReplicas(replicas)
         batch = DryRunBatchLimit(batch) if batch is not None else None
@@ -149,8 +153,12 @@ def build(
     specs: Sequence[FleetSLO],
     env: Environment,
     api: client.ApiClient | None = None,
+    *,
+    status: StatusWriter | None = None,
+    held: Sequence[Held] = (),
 ) -> Running:
-    """Every part of a controller for ``specs``, connected to the cluster (``api``, or ``connect``)."""
+    """Every part of a controller for ``specs``, connected to the cluster (``api``, or ``connect``);
+    with ``status``, the reconciles of the ``held`` resources are written into their status too."""
     check_options(settings.policy, settings.policy_options)  # a typo stops here, before any cluster call
     api = api or connect(settings.kubernetes, in_pod=env.in_pod)
     workloads = Workloads(api)
@@ -175,6 +183,8 @@ def build(
     ]  # fmt: skip
     tracer, tracer_shutdown = make_tracer(settings)
     auditor = Auditor(metrics, events, tracer)
+    if status is not None:
+        auditor = StatusAuditor(metrics, events, tracer, status, held, dry_run=settings.dry_run)
     controller = Controller(bindings, auditor, leader=leader, backoff=settings.backoff,
                             permanent_retry=settings.permanent_retry,
                             api_budget=settings.kubernetes.api_budget)  # fmt: skip

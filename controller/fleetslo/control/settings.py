@@ -17,6 +17,7 @@ once at load with messages that name the key, the value and the allowed range. T
     engine_args: {container: vllm, min_interval: 30m, lasting: 10m}
     gate: {admin_port: 8081, token_file: /var/run/fleetslo/gate-token, drain_timeout: 60s, drain_ttl: 30s}
     drain: {enabled: true}
+    resources: {enabled: true, namespaces: [llm], resync: 30s, conflict_check: true}   # FleetSLO resources
     backoff: [1s, 2s, 5s, 10s, 30s, 1m]
     permanent_retry: 10m
     otlp_endpoint: http://otel-collector:4318
@@ -190,6 +191,18 @@ class DrainSettings(_Group):
     deletion_cost: int = -1000
 
 
+class ResourceSettings(_Group):
+    """FleetSLO custom resources (``fleetslo.io/v1alpha1``): read them, hold them, write their status."""
+
+    enabled: bool = False
+    #: Where to look (empty: every namespace, which needs cluster-wide RBAC: the chart's rbac.clusterWide).
+    namespaces: list[str] = []
+    #: How often the resources are listed again; a changed set of specs restarts the targets.
+    resync: PositiveDuration = 30.0
+    #: Refuse to enforce on a workload an HPA or KEDA ScaledObject already scales (advisory, Conflict).
+    conflict_check: bool = True
+
+
 BackoffList = Annotated[list[PositiveDuration], BeforeValidator(_durations)]
 
 
@@ -210,6 +223,7 @@ class ControllerSettings(_Group):
     engine_args: EngineArgsSettings = EngineArgsSettings()
     gate: GateClientSettings = GateClientSettings()
     drain: DrainSettings = DrainSettings()
+    resources: ResourceSettings = ResourceSettings()
     #: Delays after consecutive transient failures of one target; the last one repeats.
     backoff: BackoffList = [1.0, 2.0, 5.0, 10.0, 30.0, 60.0]
     #: After a permanent failure (RBAC, missing object, bad query), try that target again this late.

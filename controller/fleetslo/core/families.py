@@ -68,9 +68,12 @@ class FamilySpec:
         self._check("unknown")
         return UnknownMetricFamily(self.name, self.help, labels=list(self.labels))
 
-    def info(self, value: dict[str, str]) -> InfoMetricFamily:
+    def info(self, value: dict[str, str] | None = None) -> InfoMetricFamily:
+        """A fresh info family (labelled, to fill), or with ``value`` its one unlabelled sample."""
         self._check("info")
-        return InfoMetricFamily(self.name, self.help, value=value)
+        if value is not None:
+            return InfoMetricFamily(self.name, self.help, value=value)
+        return InfoMetricFamily(self.name, self.help, labels=list(self.labels))
 
     def _check(self, kind: Kind) -> None:
         if self.kind != kind:

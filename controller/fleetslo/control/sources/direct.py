@@ -152,7 +152,7 @@ class DirectSource:
         if families is None:
             # Whether a gate queues requests here is unknown: a sample without it would be wrong.
             return None if self.gate else _Page(snapshot, None)
-        gate = read_gate(families) if self.gate else None
+        gate = read_gate(families, model) if self.gate else None
         utilization = mean_of(families, cv.GPU_UTILIZATION) if self.gpu_utilization else None
         return _Page(with_gate(snapshot, gate), utilization)
 

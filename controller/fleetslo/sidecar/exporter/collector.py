@@ -7,6 +7,7 @@ instead of showing a stale or zero value. Reads the tracker only; never scrapes 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Sequence
 
 from prometheus_client.core import (
@@ -21,13 +22,29 @@ from prometheus_client.registry import Collector
 from fleetslo import __version__
 from fleetslo.core import conventions as cv
 from fleetslo.core.families import FamilySpec, by_name, describe
+from fleetslo.core.metrics.exposition import REJECTION_REASONS
 from fleetslo.core.model import Quantiles
+from fleetslo.sidecar.exporter.scraper import PAGE_TOO_LARGE
 from fleetslo.sidecar.exporter.signals import ExactLatency, WindowSignals, prefer_exact
 from fleetslo.sidecar.exporter.tracker import EngineTracker
 from fleetslo.sidecar.thresholds import SloThresholds
 
 #: Error reasons pre-created at 0 so ``rate()`` sees the first failure as an increase.
-KNOWN_SCRAPE_ERRORS = ("connect", "timeout", "http_status", "parse", "no_vllm_metrics")
+KNOWN_SCRAPE_ERRORS = ("connect", "timeout", "http_status", "parse", "no_vllm_metrics", PAGE_TOO_LARGE)
+
+#: Where each latency source's clock starts, for ``fleetslo_latency_source_info``.
+_SOURCE_CLOCKS = {
+    cv.LatencySource.VLLM: {
+        "ttft_starts": "engine",
+        "includes_api_server": "false",
+        "includes_gate_queue": "false",
+    },
+    cv.LatencySource.GATE: {
+        "ttft_starts": "gate",
+        "includes_api_server": "true",
+        "includes_gate_queue": "true",
+    },
+}
 
 #: Label values of the ``source`` label: where a latency quantile came from.
 SOURCE_VLLM = cv.LatencySource.VLLM.value
@@ -40,6 +57,10 @@ FAMILIES: tuple[FamilySpec, ...] = (
     FamilySpec(cv.ENGINE_SCRAPE_DURATION, "gauge", "Duration of the last scrape of vLLM"),
     FamilySpec(cv.ENGINE_LAST_SUCCESS, "gauge", "Unix time of the last successful scrape"),
     FamilySpec(cv.ENGINE_SCRAPE_ERRORS, "counter", "Failed scrapes of vLLM by reason", ("reason",)),
+    FamilySpec(cv.ENGINE_REJECTED_SAMPLES, "counter", "vLLM samples rejected as impossible, by reason",
+               ("reason",)),
+    FamilySpec(cv.LATENCY_SOURCE_INFO, "info", "What the latency families' source label measures",
+               (cv.LABEL_SOURCE,)),
     FamilySpec(cv.EXPORTER_INFO, "info", "fleetslo sidecar build and target"),
     # Untyped, not gauge: a gauge may not carry a ``quantile`` label (promtool lint), and a
     # summary would need cumulative _count/_sum per window that mean nothing here.
@@ -100,7 +121,9 @@ class EngineCollector(Collector):
     def _health(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily | InfoMetricFamily]:
         t = self.tracker
         up = _F[cv.ENGINE_UP].gauge()
-        for model in t.known_models or ("",):
+        # Before the first good scrape no model is known: no series rather than model_name="" (a
+        # starting replica is not a down one; the scrape errors counter says why it is not up).
+        for model in t.known_models:
             up.add_metric([model], 1.0 if t.up else 0.0)
         yield up
         if t.last_duration is not None:
@@ -111,6 +134,14 @@ class EngineCollector(Collector):
         for reason in sorted(set(KNOWN_SCRAPE_ERRORS) | set(t.errors)):
             errors.add_metric([reason], float(t.errors.get(reason, 0)))
         yield errors
+        rejected = _F[cv.ENGINE_REJECTED_SAMPLES].counter()
+        for reason in sorted(set(REJECTION_REASONS) | set(t.rejected)):
+            rejected.add_metric([reason], float(t.rejected.get(reason, 0)))
+        yield rejected
+        sources = _F[cv.LATENCY_SOURCE_INFO].info()
+        for source in (cv.LatencySource.VLLM, *((cv.LatencySource.GATE,) if self.exact is not None else ())):
+            sources.add_metric([source.value], _SOURCE_CLOCKS[source])
+        yield sources
         yield _F[cv.EXPORTER_INFO].info({"version": __version__, "vllm_url": self.vllm_url})
 
     def _latency(self, signals: Sequence[WindowSignals]) -> Iterator[UnknownMetricFamily]:
@@ -177,6 +208,6 @@ def _add_quantiles(family: UnknownMetricFamily, s: WindowSignals, q: Quantiles, 
 def _maybe(
     family: GaugeMetricFamily | UnknownMetricFamily, labels: Iterable[str], value: float | None
 ) -> None:
-    """Add a sample only when the value exists: absent stays absent, never 0."""
-    if value is not None:
+    """Add a sample only when the value exists: absent stays absent, never 0, never NaN."""
+    if value is not None and math.isfinite(value):
         family.add_metric(list(labels), value)

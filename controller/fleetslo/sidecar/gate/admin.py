@@ -2,7 +2,8 @@
 
 Served on its own listener (loopback by default) so it is never reachable through the public
 port. Every request must carry ``Authorization: Bearer <token>``; the token is compared in
-constant time (``hmac.compare_digest``) and never logged or echoed. Without a token there is no
+constant time (``hmac.compare_digest``), never logged or echoed, at least 16 characters long, and
+re-read when its file changes (``token.TokenSource``). Without a token there is no
 admin app at all (the caller does not start one).
 
 - ``GET /admin/limit`` → ``{"limit": N}`` (``null``: no limit); ``PUT`` the same body to set it.
@@ -33,6 +34,7 @@ from aiohttp.typedefs import Middleware
 from fleetslo.sidecar.gate.admission import Admission, AdmissionState
 from fleetslo.sidecar.gate.responses import json_error
 from fleetslo.sidecar.gate.stats import GateStats
+from fleetslo.sidecar.gate.token import TokenSource
 
 log = logging.getLogger("fleetslo.gate.admin")
 
@@ -43,12 +45,11 @@ MAX_OWNER_LENGTH = 253
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-def admin_app(admission: Admission, stats: GateStats, token: str) -> web.Application:
-    """The admin application; ``token`` must be non-empty."""
-    if not token:
-        raise ValueError("the admin API needs a non-empty token")
+def admin_app(admission: Admission, stats: GateStats, token: str | TokenSource) -> web.Application:
+    """The admin application; a ``str`` token must be usable (``token.token_problem``)."""
+    tokens = token if isinstance(token, TokenSource) else TokenSource(static=token)
     api = _AdminApi(admission, stats)
-    app = web.Application(middlewares=[_bearer_auth(token.encode())], client_max_size=4096)
+    app = web.Application(middlewares=[_bearer_auth(tokens)], client_max_size=4096)
     app.router.add_get("/admin/limit", api.get_limit)
     app.router.add_put("/admin/limit", api.put_limit)
     app.router.add_post("/admin/drain", api.drain)
@@ -57,12 +58,17 @@ def admin_app(admission: Admission, stats: GateStats, token: str) -> web.Applica
     return app
 
 
-def _bearer_auth(expected: bytes) -> Middleware:
+def _bearer_auth(tokens: TokenSource) -> Middleware:
     @web.middleware
     async def auth(request: web.Request, handler: Handler) -> web.StreamResponse:
         scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+        expected = tokens.current()  # re-read when the file changed: a rotated token works at once
         # compare_digest on bytes of any length: the time taken does not depend on the token.
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), expected):
+        if (
+            expected is None
+            or scheme.lower() != "bearer"
+            or not hmac.compare_digest(given.strip().encode(), expected)
+        ):
             log.warning("admin API: refused %s %s from %s", request.method, request.path, request.remote)
             return json_error(
                 401, "A valid bearer token is required.", "authentication_error", "invalid_token",
@@ -101,7 +107,8 @@ class _AdminApi:
     async def put_limit(self, request: web.Request) -> web.Response:
         try:
             body = json.loads(await request.read())
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            # RecursionError: a body nested thousands deep ("[[[[...") is bad JSON here, not a crash.
             return _bad_request('expected a JSON body such as {"limit": 64}')
         if not isinstance(body, dict) or "limit" not in body:
             return _bad_request('limit: required, e.g. {"limit": 64}')
