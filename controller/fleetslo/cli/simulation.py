@@ -232,6 +232,7 @@ def _run_demo(args: argparse.Namespace) -> int:
         max_replicas=args.max_replicas, cold_start_s=seconds("cold-start", args.cold_start), seed=args.seed,
         report=args.report, prometheus=args.prometheus, log_level=args.log_level,
     ).check()  # fmt: skip
+    prepare_output(options.report, "--report")  # before minutes of live run, not after
     if options.trace is not None and not Path(options.trace).is_file():
         raise ConfigError(f"--trace: {options.trace} not found (run from the repository or give a file)")
     base = load_trace(options.trace) if options.trace is not None else None
