@@ -68,7 +68,7 @@ def simulated_p90s(
         result = compare.run_all(scenario, options)[0]
     finally:
         Path(f.name).unlink()
-    return result["p90_ttft_s"], result["p90_tpot_s"]
+    return result.p90_ttft_s, result.p90_tpot_s
 
 
 def _error(predicted: float | None, measured: float | None) -> float | None:

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 from fleetslo.core.spec import FleetSLOSpec
 from fleetslo.sim.profile import EngineProfile
-from fleetslo.sim.result_types import ScaleEventRecord, SimResult, SLOTarget, WindowResult
 from fleetslo.sim.records import SimRequest
+from fleetslo.sim.result_types import ScaleEventRecord, SimResult, SLOTarget, WindowResult
 from fleetslo.sim.runner import FleetSample, Run
 
 JUDGE_WINDOW_S = 60.0

@@ -87,7 +87,11 @@ class RunStop:
     judged_until_s: float | None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"interrupted": self.interrupted, "stopped_by": self.stopped_by, "judged_until_s": self.judged_until_s}
+        return {
+            "interrupted": self.interrupted,
+            "stopped_by": self.stopped_by,
+            "judged_until_s": self.judged_until_s,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +136,7 @@ class SimResult:
     #: A live demo run that ended early.
     stop: RunStop | None = None
     #: A live demo run's host check (``HostCheck.summary()``).
-    host: Mapping[str, object] | None = None
+    host: Mapping[str, Any] | None = None
     #: The best baseline: every baseline tried, the kept one among them.
     baselines_tried: tuple[BaselineTried, ...] | None = None
 

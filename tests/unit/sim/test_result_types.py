@@ -49,7 +49,9 @@ def test_to_dict_is_todays_json_on_a_deterministic_run() -> None:
 def test_optional_fields_are_absent_until_set_and_flat_where_they_were() -> None:
     base = _golden_run()
     bare = replace(base, initial_replicas=None, cold_start_s=None, seed=None)
-    assert not {"initial_replicas", "cold_start_s", "seed", "speedup", "host", "stopped_by"} & set(bare.to_dict())
+    assert not {"initial_replicas", "cold_start_s", "seed", "speedup", "host", "stopped_by"} & set(
+        bare.to_dict()
+    )
     demo = replace(
         base,
         speedup=4.0,
