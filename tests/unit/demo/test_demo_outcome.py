@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import io
+import json
 from dataclasses import replace
+from pathlib import Path
 
 from fleetslo.core.model import ReplicaCounts
-from fleetslo.sim.demo import outcome, view
+from fleetslo.sim.demo import app, outcome, view
+from fleetslo.sim.demo.files import DemoPaths
 from fleetslo.sim.demo.scenario import DemoOptions
 from fleetslo.sim.records import SimRequest
 from fleetslo.sim.runner import FleetSample, ScaleEvent
@@ -127,3 +131,19 @@ def test_the_live_view_renders_and_summarises_in_one_line() -> None:
     assert "0.40 s / 2 s ✓" in text and "61.0 ms / 50 ms ✗" in text and "2 → 3" in text
     assert view.line(status).startswith("[1:15/2:00] 2.50 req/s · p90 TTFT 0.40s · p90 TPOT 61.0ms")
     assert "HOST BEHIND 10×: engines p90 lag 25 ms" in text and "HOST BEHIND 10×" in view.line(status)
+
+
+def test_results_json_keeps_the_demo_keys_of_an_interrupted_run(tmp_path: Path) -> None:
+    """The JSON edge: ``results.json`` is the typed results' ``to_dict``, the demo's keys flat."""
+    paths = DemoPaths(tmp_path / "report.html").prepare()
+    partial = replace(interrupted(60.0), host={"kept_up": True, "checks": 3})
+    quiet = Console(file=io.StringIO(), width=200)
+    app._judge(partial, scenario(), OPTIONS, paths, quiet, restarts=[])
+    saved = json.loads((paths.files / "results.json").read_text(encoding="utf-8"))
+    live = saved["live"]
+    assert live["interrupted"] is True and live["stopped_by"] == "SIGINT" and live["judged_until_s"] == 60.0
+    assert live["host"] == {"kept_up": True, "checks": 3, "restarts": []}
+    assert live["speedup"] == 10.0 and live["requests"] == 60 and live["windows"][0]["met"] is True
+    assert len(saved["baseline"]["baselines_tried"]) == 1 + len(outcome.BASELINES)
+    assert "interrupted" not in saved["simulated"] and "host" not in saved["simulated"]
+    assert (paths.report).read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
