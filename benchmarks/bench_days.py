@@ -16,6 +16,7 @@ length distributions) rate-scaled so its busiest 10 minutes need 60 replicas of
 Fleets are simulated with representative replicas (``fleetslo.sim.sampled``, one in ``DAYS_SAMPLE``,
 default 4): a fleet of 60 runs as 15. Replica-hours are scaled back; ``benchmarks sim`` measures
 what that costs in accuracy. ``DAYS_SAMPLE=1`` runs the exact fleet (hours of CPU for two weeks).
+``DAYS_POLICIES=fleetslo,oracle`` runs only the policies named (comma-separated, as printed).
 """
 
 from __future__ import annotations
@@ -213,7 +214,11 @@ def report(label: str, setup: Setup, days: range, history: list[tuple[float, flo
     setup = replace(setup, scenario=scenario)
     errors = forecast_errors(mins, 0.0, history)
     results: dict[str, StreamResult] = {}
-    for name, policy in policies(setup, need_, history).items():
+    wanted = os.environ.get("DAYS_POLICIES")
+    chosen = policies(setup, need_, history)
+    if wanted:
+        chosen = {n: p for n, p in chosen.items() if n in wanted.split(",")}
+    for name, policy in chosen.items():
         t = time.perf_counter()
         results[name] = run(setup, policy)
         print(
