@@ -191,7 +191,7 @@ def policies(setup: Setup, need_: list[int], history: list[tuple[float, float]])
     lead = spec.replicas.cold_start + OraclePolicy.interval
     out: dict[str, Any] = {
         "fleetslo": _Foresight(make_policy("fleetslo", spec), history=history),
-        "fleetslo, no seasonal": _Foresight(make_policy("fleetslo", spec), off=True),
+        "fleetslo-no-seasonal": _Foresight(make_policy("fleetslo", spec), off=True),
         "oracle": OraclePolicy(oracle.schedule_for(need_, lead, spec.replicas.min)),
         "no-foresight +10%": OraclePolicy(
             oracle.no_foresight_schedule(need_, 0.1, 5, setup.scenario.initial_replicas, spec.replicas.min)
