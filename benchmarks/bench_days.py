@@ -317,8 +317,8 @@ def launch() -> dict[str, Any]:
     out = {}
     for name, policy in variants.items():
         result = simulate_stream(requests(), policy, SimConfig(spec, profile, 4))
-        first = [w for w in result.windows if at - start <= w["start_s"] < at - start + 900]
-        met = sum(1 for w in first if w["met"]) / max(1, len(first))
+        first = [w for w in result.windows if at - start <= w.start_s < at - start + 900]
+        met = sum(1 for w in first if w.met) / max(1, len(first))
         out[name] = {"attainment": result.window_attainment(), "first_15_min": met,
                      "replica_hours": result.replica_seconds / 3600}  # fmt: skip
         print(
