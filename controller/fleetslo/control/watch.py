@@ -25,6 +25,7 @@ from fleetslo.control.service import Environment, Service, build
 from fleetslo.control.settings import ControllerSettings
 from fleetslo.core.errors import FleetSLOError
 from fleetslo.core.spec import FleetSLO
+from fleetslo.policy.registry import check_options
 
 log = logging.getLogger("fleetslo.run")
 
@@ -69,6 +70,7 @@ def serve(
     api: client.ApiClient | None = None,
 ) -> None:
     """Run the controller until ``stop``; rebuilt whenever the held specs change."""
+    check_options(settings.policy, settings.policy_options)  # a typo stops here, before any cluster call
     api = api or connect(settings.kubernetes, in_pod=env.in_pod)
     status = FleetSLOResources(api) if settings.resources.enabled else None
     events = None if settings.dry_run else KubeEventRecorder(api, settings.kubernetes.component, time.time)
