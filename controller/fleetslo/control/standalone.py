@@ -69,7 +69,7 @@ def build_standalone(
                                   timeout=settings.source.direct.timeout, gpu_utilization=False)  # fmt: skip
             closers.append(source.close)
             # make_fleet takes the gate as the batch knob only when the spec says so; drains always.
-            actuators = Actuators(fleet, gate=gate, marker=fleet)
+            actuators = Actuators(fleet, {BatchActuator.GATE: gate} if gate else {}, gate, marker=fleet)
             fleet_actuator = make_fleet(slo, actuators, metrics, dry_run=settings.dry_run,
                                         drain=settings.drain.enabled and gate is not None)  # fmt: skip
             policy = make_policy(settings.policy, slo.spec, **settings.policy_options)
