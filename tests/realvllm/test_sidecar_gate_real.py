@@ -167,8 +167,11 @@ def test_gate_counts_limits_and_measures_against_real_vllm(
         "client_mean_tpot_s": client_tpot, "gate_mean_tpot_s": gate_tpot,
         "tpot_gate_vs_client": None if gate_tpot is None else gate_tpot / client_tpot - 1,
     }  # fmt: skip
-    # The gate sits between client and vLLM: its TTFT cannot exceed what the client waited.
-    assert gate_ttft is not None and gate_ttft <= client_ttft * 1.05
+    # The gate sits between client and vLLM: its TTFT is at most what the client waited, and misses
+    # only the client's own share (connect, parse). Its TPOT agreement is recorded, not asserted:
+    # the gate's token counting is being reworked (-6 %, -7 % and -12 % in three runs; goal 10 %).
+    assert gate_ttft is not None
+    assert -0.25 <= gate_ttft / client_ttft - 1 <= 0.05
 
 
 def _window_mean(before: str, after: str, name: str) -> float | None:
