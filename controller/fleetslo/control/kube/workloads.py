@@ -63,7 +63,7 @@ class Workloads:
         self._objects = client.CustomObjectsApi(api)
 
     def get(self, target: Target) -> dict[str, Any]:
-        kind = KINDS[target.kind]
+        kind = KINDS[target.workload_kind]
         with api_call(f"read {where(target)}"):
             obj = self._objects.get_namespaced_custom_object(
                 kind.group, kind.version, target.namespace, kind.plural, target.name,
@@ -74,7 +74,7 @@ class Workloads:
         return obj
 
     def scale(self, target: Target, replicas: int) -> None:
-        kind = KINDS[target.kind]
+        kind = KINDS[target.workload_kind]
         with api_call(f"scale {where(target)} to {replicas}"):
             self._objects.patch_namespaced_custom_object_scale(
                 kind.group, kind.version, target.namespace, kind.plural, target.name,
@@ -82,7 +82,7 @@ class Workloads:
             )  # fmt: skip
 
     def json_patch(self, target: Target, operations: Sequence[Mapping[str, Any]], what: str) -> None:
-        kind = KINDS[target.kind]
+        kind = KINDS[target.workload_kind]
         with api_call(f"{what} on {where(target)}"):
             self._objects.patch_namespaced_custom_object(
                 kind.group, kind.version, target.namespace, kind.plural, target.name,

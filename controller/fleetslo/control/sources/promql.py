@@ -97,7 +97,7 @@ def duration(seconds: float) -> str:
 
 def pod_regex(target: Target) -> str:
     """An RE2 pattern for the pods of ``target`` (anchored by PromQL's ``=~``)."""
-    return _POD_PATTERNS[target.kind].format(name=re.escape(target.name))
+    return _POD_PATTERNS[target.workload_kind].format(name=re.escape(target.name))
 
 
 @dataclass(frozen=True, slots=True)
