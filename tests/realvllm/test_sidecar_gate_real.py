@@ -232,3 +232,20 @@ def test_drain_lets_in_flight_finish_and_turns_new_requests_away(sidecar: Sideca
     assert drain_status in (200, 202)
     assert refused_status == 503
     assert shot.ok and shot.output_tokens == 64
+
+
+def test_profile_works_through_the_gate_with_the_sidecars_copy_of_the_page(
+    sidecar: Sidecar, tmp_path: Path
+) -> None:
+    out = tmp_path / "via-gate.yaml"
+    done = subprocess.run(
+        [sys.executable, "-m", "fleetslo.cli", "profile", "--url", sidecar.gate, "--out", str(out),
+         "--metrics-url", f"http://127.0.0.1:{sidecar.port}/vllm/metrics", "--concurrency", "1,2",
+         "--prompt-tokens", "16,128", "--requests", "2", "--max-num-seqs", "16"],
+        env={"PYTHONPATH": f"{REPO / 'controller'}:{REPO}", "PATH": "/usr/bin:/bin"},
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    text = out.read_text()
+    assert "against " + sidecar.gate in text
+    assert "engine page had the plugin: True" in text
