@@ -33,14 +33,22 @@ def render(admission: Admission, stats: GateStats) -> str:
     return generate_latest(registry).decode()
 
 
-def gate_page(queued: int, ttft: Iterable[float] = (), tpot: Iterable[float] = (), limit: int = 4) -> str:
-    """A page whose gate has ``queued`` requests waiting and saw the given TTFT/TPOT values."""
-    stats = GateStats(slo_ttft=0.5, slo_tpot=0.05)
+def gate_page(
+    queued: int,
+    ttft: Iterable[float] = (),
+    tpot: Iterable[float] = (),
+    limit: int = 4,
+    model: str = "tiny-llama",
+) -> str:
+    """A page whose gate has ``queued`` requests of ``model`` waiting and saw the given TTFT/TPOT."""
+    gate = GateStats(slo_ttft=0.5, slo_tpot=0.05)
+    stats = gate.model(model)
+    stats.inflight, stats.queued = limit, queued
     for value in ttft:
         stats.ttft.observe(value)
     for value in tpot:
         stats.tpot.observe(value)
-    return render(QueuedAdmission(limit, queued), stats)
+    return render(QueuedAdmission(limit, queued), gate)
 
 
 def vllm_page(requests: int, waiting: int = 1, ttft: float = 0.08, model: str = "tiny-llama") -> str:

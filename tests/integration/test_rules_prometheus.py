@@ -183,7 +183,11 @@ class Sidecars:
                     GpuCollector(sampler, 3.0, tokens_from_signals(sidecar.collector.signals))
                 )
                 sidecar.add_collector(
-                    GateCollector(Admission(limit=32, max_queue=64), GateStats(SLO_TTFT, SLO_TPOT))
+                    GateCollector(
+                        Admission(limit=32, max_queue=64),
+                        GateStats(SLO_TTFT, SLO_TPOT),
+                        served=lambda s=sidecar: s.tracker.known_models,  # type: ignore[misc]
+                    )
                 )
                 await sidecar.start(session)
                 sampler.start()

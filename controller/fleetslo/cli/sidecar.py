@@ -15,6 +15,7 @@ from fleetslo.cli.common import (
     read_token_file,
 )
 from fleetslo.core.errors import ConfigError
+from fleetslo.sidecar.gpu import backends as gpu_backends
 
 # --------------------------------------------------------------------------------------------
 # fleetslo exporter
@@ -40,7 +41,7 @@ def _configure_exporter(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--gpu-backend",
         dest="gpu_backend",
-        choices=["auto", "amdsmi", "amd-smi", "sysfs", "rocm-smi", "nvml", "none"],
+        choices=gpu_backends.choices(),
         help="where GPU telemetry comes from (default auto: the first that finds GPUs)",
     )
     p.add_argument(
@@ -68,6 +69,7 @@ _GATE_FLAGS = (
     ("--gate-admin-listen", "admin API address (default 127.0.0.1:8081; off without --admin-token-file)"),
     ("--admin-token-file", "file holding the admin API's bearer token (a mounted Secret)"),
     ("--gate-max-body", "largest request body, e.g. 10MiB (default 10MiB)"),
+    ("--gate-time-scale", "upstream seconds per wall second (default 1; a sim-server's --speedup)"),
 )
 
 
@@ -95,7 +97,8 @@ def _gpu_options(options: dict[str, Any], environ: Mapping[str, str]) -> dict[st
 #: Gate flags (and config keys) -> GateServerSettings fields; ``admin_token_file`` is read here.
 _GATE_KEYS = {"gate_listen": "listen", "gate_upstream": "upstream", "gate_max_inflight": "max_inflight",
               "gate_max_queue": "max_queue", "gate_queue_timeout": "queue_timeout",
-              "gate_admin_listen": "admin_listen", "gate_max_body": "max_body"}  # fmt: skip
+              "gate_admin_listen": "admin_listen", "gate_max_body": "max_body",
+              "gate_time_scale": "time_scale"}  # fmt: skip
 
 
 def _gate_options(options: dict[str, Any]) -> dict[str, Any] | None:
@@ -109,7 +112,9 @@ def _gate_options(options: dict[str, Any]) -> dict[str, Any] | None:
         return None
     gate.setdefault("upstream", options.get("vllm_url", "http://127.0.0.1:8000"))
     gate["admin_token"] = read_token_file(token_file) if token_file else None
-    if gate["admin_token"] is None:
+    if gate["admin_token"] is not None:
+        gate["admin_token_file"] = token_file  # the gate re-reads it when the Secret rotates
+    else:
         log.info("gate admin API off: %s", "no --admin-token-file" if not token_file else "no usable token")
     return gate
 

@@ -129,6 +129,13 @@ KV_CACHE_USAGE: Final = "fleetslo_kv_cache_usage_ratio"
 ENGINE_SCRAPE_DURATION: Final = "fleetslo_engine_scrape_duration_seconds"
 ENGINE_LAST_SUCCESS: Final = "fleetslo_engine_last_success_timestamp_seconds"
 ENGINE_SCRAPE_ERRORS: Final = "fleetslo_engine_scrape_errors"  # counter family; exposed with _total
+#: Samples of a good scrape rejected as impossible (NaN, negative, buckets going down, duplicates),
+#: by ``reason``; counter family, exposed with _total.
+ENGINE_REJECTED_SAMPLES: Final = "fleetslo_engine_rejected_samples"
+#: What each ``source`` of the latency families measures (info family: ``fleetslo_latency_source_info``):
+#: vLLM's TTFT starts when the engine gets the request, after the API server's work and any gate
+#: queue; the gate's starts when the request reaches the gate.
+LATENCY_SOURCE_INFO: Final = "fleetslo_latency_source"
 #: Info families get ``_info`` appended by prometheus-client: this is ``fleetslo_exporter_info``.
 EXPORTER_INFO: Final = "fleetslo_exporter"
 

@@ -45,26 +45,25 @@ class BucketHistogram:
 def merge(histograms: Iterable[BucketHistogram]) -> BucketHistogram | None:
     """Sum histograms bucket by bucket, as ``sum by (le)`` does.
 
-    Histograms whose bounds differ cannot be summed exactly; PromQL would sum the buckets that
-    share an ``le`` and drop the rest. We do the same: keep only the bounds every input has.
+    Histograms whose bounds differ (engines or replicas with different
+    ``--custom-histogram-buckets``) are summed as PromQL's ``sum by (le)`` sums them: every ``le``
+    any input has is kept, and its count is the sum over the inputs that have that ``le``. The
+    result can dip where one input lacks an edge; ``quantile`` and ``fraction_at_or_below`` repair
+    that exactly as ``histogram_quantile`` does (``ensureMonotonic``).
     """
     items = list(histograms)
     if not items:
         return None
     if len(items) == 1:
         return items[0]
-    common = set(items[0].bounds)
-    for h in items[1:]:
-        common &= set(h.bounds)
-    bounds = tuple(sorted(common))
-    counts = [0.0] * len(bounds)
+    counts: dict[float, float] = {}
     for h in items:
-        index = dict(zip(h.bounds, h.counts, strict=True))
-        for i, b in enumerate(bounds):
-            counts[i] += index[b]
+        for b, c in zip(h.bounds, h.counts, strict=True):
+            counts[b] = counts.get(b, 0.0) + c
+    bounds = tuple(sorted(counts))
     sums = [h.sum for h in items]
     total = None if any(s is None for s in sums) else math.fsum(s for s in sums if s is not None)
-    return BucketHistogram(bounds, tuple(counts), total)
+    return BucketHistogram(bounds, tuple(counts[b] for b in bounds), total)
 
 
 def is_reset(newer: BucketHistogram, older: BucketHistogram) -> bool:

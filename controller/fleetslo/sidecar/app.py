@@ -12,9 +12,10 @@ import asyncio
 import contextlib
 import gc
 import logging
+import math
 import signal
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 
 import aiohttp
 from aiohttp import web
@@ -37,6 +38,9 @@ log = logging.getLogger("fleetslo.exporter")
 #: On SIGTERM, how long the gate lets in-flight requests finish before the process exits; keep the
 #: pod's terminationGracePeriodSeconds above it.
 GATE_SHUTDOWN_GRACE = 25.0
+#: At most one "scrape failed" warning per this many seconds (the rest at debug level): a vLLM
+#: that takes minutes to start must not write a warning per scrape interval.
+SCRAPE_WARNING_EVERY_S = 30.0
 
 
 class Sidecar:
@@ -57,9 +61,12 @@ class Sidecar:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.collector)
         self.scrapes_attempted = 0
+        self._warned_at = -math.inf
+        self._failures_unreported = 0
         #: Each returns why the sidecar is not ready (e.g. the gate is draining), or ``None``.
         self._readiness: list[Callable[[], str | None]] = []
         self._scraper: VllmScraper | None = None
+        self._rejected_warned_at = -math.inf
         self._runner: web.AppRunner | None = None
         self.port: int | None = None
 
@@ -80,17 +87,47 @@ class Sidecar:
         assert self._scraper is not None, "start() first"
         started = time.perf_counter()
         try:
-            models = await self._scraper.scrape()
+            page = await self._scraper.scrape()
         except EngineScrapeError as exc:
             self.tracker.record_failure(self.clock(), time.perf_counter() - started, exc)
-            log.warning("scrape failed: %s", exc)
+            self._warn_throttled(exc)
         else:
+            if self._warned_at > -math.inf:
+                log.info("scraping %s again", self.settings.vllm_url)
+                self._warned_at, self._failures_unreported = -math.inf, 0
             duration = time.perf_counter() - started
-            self.tracker.record_success(self.clock(), duration, models, wall=self.wall_clock())
+            self.tracker.record_success(
+                self.clock(), duration, page.models, wall=self.wall_clock(),
+                rejected=page.rejected, held=page.rejected_families,
+            )  # fmt: skip
+            if page.rejected_families:
+                self._warn_rejected(page.rejected_families)
         if self.collector.exact is not None:
             # Same instants as the tracker's ring, so gate and vLLM windows cover the same span.
             self.collector.exact.snapshot(self.clock())
         self.scrapes_attempted += 1
+
+    def _warn_throttled(self, exc: EngineScrapeError) -> None:
+        now = self.clock()
+        if now - self._warned_at < SCRAPE_WARNING_EVERY_S:
+            self._failures_unreported += 1
+            log.debug("scrape failed: %s", exc)
+            return
+        more = f" ({self._failures_unreported} more failures since the last warning)" * bool(
+            self._failures_unreported
+        )
+        log.warning("scrape failed: %s%s", exc, more)
+        self._warned_at, self._failures_unreported = now, 0
+
+    def _warn_rejected(self, families: Mapping[str, frozenset[str]]) -> None:
+        """One warning per minute at most: a page that stays bad must not flood the log."""
+        now = self.clock()
+        if now - self._rejected_warned_at >= 60.0:
+            self._rejected_warned_at = now
+            named = "; ".join(
+                f"{model or '(no model)'}: {', '.join(sorted(f))}" for model, f in families.items()
+            )
+            log.warning("impossible values on the vLLM page, families left out: %s", named)
 
     async def scrape_forever(self) -> None:
         loop = asyncio.get_running_loop()
@@ -104,7 +141,9 @@ class Sidecar:
 
     async def start(self, session: aiohttp.ClientSession) -> None:
         """Bind the HTTP listener (port 0 picks a free port, see ``self.port``)."""
-        self._scraper = VllmScraper(self.settings.vllm_url, self.settings.scrape_timeout, session)
+        self._scraper = VllmScraper(
+            self.settings.vllm_url, self.settings.scrape_timeout, session, self.settings.max_page_bytes
+        )
         app = web.Application()
         app.router.add_get("/metrics", self._metrics)
         app.router.add_get("/healthz", self._healthz)
@@ -171,7 +210,8 @@ async def _gate_for(sidecar: Sidecar, settings: GateServerSettings) -> AsyncIter
     from fleetslo.sidecar.gate.server import Gate
 
     s = sidecar.settings
-    gate = Gate(settings, SloThresholds(ttft=s.slo_ttft, tpot=s.slo_tpot), s.ring_size)
+    slo = SloThresholds(ttft=s.slo_ttft, tpot=s.slo_tpot)
+    gate = Gate(settings, slo, s.ring_size, served=lambda: sidecar.tracker.known_models)
     sidecar.add_collector(gate.collector)
     sidecar.prefer_latency_from(gate.windows)
     sidecar.add_readiness_check(gate.not_ready)
@@ -235,15 +275,21 @@ def tune_gc_for_serving() -> None:
 def run_exporter(
     settings: ExporterSettings, gpu: GpuSettings | None = None, gate: GateServerSettings | None = None
 ) -> int:
-    """Entry point of ``fleetslo exporter``: serve until SIGTERM or SIGINT, then exit 0."""
+    """Entry point of ``fleetslo exporter``: serve until SIGTERM (exit 0) or SIGINT (exit 130)."""
     tune_gc_for_serving()
+    received: list[int] = []
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+
+        def stopping(signum: int) -> None:
+            received.append(signum)
+            stop.set()
+
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, stopping, sig)
         await serve(settings, stop, gpu, gate)
 
     asyncio.run(main())
-    return 0
+    return 128 + signal.SIGINT if signal.SIGINT in received else 0

@@ -15,6 +15,16 @@ from fleetslo.core.config import (
     parse_listen,
 )
 
+#: The admin API's bearer token must be at least this long (``gate.token``).
+MIN_TOKEN_LENGTH = 16
+
+
+def token_problem(token: str) -> str | None:
+    """Why ``token`` is not usable as the admin token, or ``None``."""
+    if len(token) < MIN_TOKEN_LENGTH:
+        return f"shorter than {MIN_TOKEN_LENGTH} characters ({len(token)})"
+    return None
+
 
 class ExporterSettings(Frozen):
     """``fleetslo exporter``: scrape one vLLM server and publish windowed latency signals."""
@@ -30,6 +40,8 @@ class ExporterSettings(Frozen):
     slo_tpot: PositiveDuration | None = None
     otlp_endpoint: str | None = None
     otlp_interval: PositiveDuration = 15.0
+    #: A vLLM page larger than this is a failed scrape (``page_too_large``), not parsed.
+    max_page_bytes: ByteSize = Field(default=16 * 1024**2, ge=64 * 1024, le=1024**3)
 
     @field_validator("vllm_url")
     @classmethod
@@ -81,8 +93,10 @@ class ExporterSettings(Frozen):
 class GateServerSettings(Frozen):
     """``fleetslo exporter --gate-listen …``: the admission gate in front of vLLM.
 
-    ``admin_token`` arrives already read from ``--admin-token-file`` (``cli.py`` reads files);
-    ``None`` turns the admin API off. It is a ``SecretStr`` so no repr or log line shows it.
+    ``admin_token_file`` names the file the gate reads the token from (and re-reads when it
+    changes, so a rotated Secret takes effect without a restart); ``admin_token`` is the token
+    itself, for embedding. Neither turns the admin API off. ``admin_token`` is a ``SecretStr`` so
+    no repr or log line shows it; either must be at least 16 characters.
     """
 
     listen: str
@@ -94,8 +108,25 @@ class GateServerSettings(Frozen):
     queue_timeout: PositiveDuration = 30.0
     admin_listen: str = "127.0.0.1:8081"
     admin_token: SecretStr | None = None
+    admin_token_file: str | None = None
     #: Largest request body accepted on any path; larger ones get 413 before they take a slot.
     max_body: ByteSize = Field(default=10 * 1024**2, ge=1024, le=1024**3)
+    #: Seconds of the upstream's clock per wall second: 1 for a real vLLM; ``fleetslo demo``'s
+    #: sim-servers run K× faster than the wall, and latencies measured in wall seconds would be K×
+    #: smaller than the simulated ones on their pages and than the SLO targets (one clock for all).
+    time_scale: float = Field(default=1.0, gt=0, le=1000)
+    #: A connection must send a whole request within this long of opening (or of its previous
+    #: answer), else it is closed: slow or idle clients cannot hold the port (aiohttp's own
+    #: default is an hour).
+    header_timeout: PositiveDuration = 15.0
+    #: A request body must arrive within this long, else 408.
+    body_timeout: PositiveDuration = 30.0
+    #: Bodies held at once (being read, or waiting in the queue) at most, by count and by bytes;
+    #: past either, 503 ``busy``. The bytes bound keeps the sidecar inside its memory limit.
+    max_pending_bodies: int = Field(default=256, ge=1, le=100_000)
+    max_pending_bytes: ByteSize = Field(default=128 * 1024**2, ge=1024**2, le=64 * 1024**3)
+    #: The served model name, for the ``model_name`` label before the first scrape names it.
+    served_model_name: str | None = None
 
     @field_validator("upstream")
     @classmethod
@@ -106,6 +137,15 @@ class GateServerSettings(Frozen):
     @classmethod
     def _check_listen(cls, value: str) -> str:
         parse_listen(value)
+        return value
+
+    @field_validator("admin_token")
+    @classmethod
+    def _check_token(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and value.get_secret_value():
+            problem = token_problem(value.get_secret_value())
+            if problem:
+                raise ValueError(f"the admin token is {problem}")
         return value
 
     @field_validator("queue_timeout")

@@ -109,6 +109,7 @@ seccompProfile:
   "engine_args" (dict "container" "vllm")
   "gate" (dict "admin_port" (int $v.vllm.sidecar.ports.admin) "token_file" "/var/run/fleetslo/gate-token/token")
 -}}
+{{- $_ := set $base "resources" (dict "enabled" $v.fleetsloResources.enabled "namespaces" (include "fleetslo.watchedNamespaces" . | splitList "\n" | compact) "resync" $v.fleetsloResources.resync) -}}
 {{- if $v.controller.prometheusToken.secretName -}}
 {{- $_ := set $base "source" (dict "prometheus" (dict "bearer_token_file" "/var/run/fleetslo/prometheus-token/token")) -}}
 {{- end -}}
@@ -220,8 +221,19 @@ drained scale-down); create and patch Events.
 {{- default (include "fleetslo.partname" (dict "root" . "suffix" "gate-token")) .Values.gateToken.existingSecret -}}
 {{- end -}}
 
-{{/* Whether a FleetSLO uses the gate (then the controller needs the token). */}}
+{{/*
+The namespaces watched for FleetSLO resources, one per line: fleetsloResources.namespaces, else the
+release namespace; nothing with rbac.clusterWide (every namespace) or with the resources off.
+*/}}
+{{- define "fleetslo.watchedNamespaces" -}}
+{{- if and .Values.fleetsloResources.enabled (not .Values.rbac.clusterWide) -}}
+{{- default (list .Release.Namespace) .Values.fleetsloResources.namespaces | uniq | sortAlpha | join "\n" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Whether a FleetSLO uses the gate (then the controller needs the token); any FleetSLO resource may. */}}
 {{- define "fleetslo.usesGate" -}}
+{{- if .Values.fleetsloResources.enabled }}true{{ end -}}
 {{- range .Values.slos -}}
 {{- if eq (dig "batch_limit" "actuator" "none" .spec) "gate" }}true{{ end -}}
 {{- end -}}

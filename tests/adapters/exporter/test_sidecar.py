@@ -152,7 +152,8 @@ def test_each_kind_of_bad_answer_is_counted_under_its_own_reason() -> None:
         _, page = await get("/metrics")
         for reason in ("no_vllm_metrics", "parse", "http_status", "timeout"):
             assert value(page, cv.ENGINE_SCRAPE_ERRORS + "_total", reason=reason) == 1, reason
-        assert value(page, cv.ENGINE_UP) == 0
+        # Never up yet, so no model is known: no engine_up{model_name=""} (issue 15).
+        assert value(page, cv.ENGINE_UP) is None
         status, text = await get("/readyz")
         assert status == 200 and "engine down (timeout" in text
 
@@ -206,4 +207,57 @@ def test_a_page_larger_than_one_read_is_read_whole() -> None:
 
     assert len(page) > 1_000_000
     with FakeVllmServer(page) as fake:
+        run(fake, scenario)
+
+
+def test_one_impossible_sample_is_rejected_counted_and_never_poisons_the_windows() -> None:
+    # Issue 15 defect 9: one NaN counter left requests/s NaN ten minutes later, and one bucket
+    # set to 1e20 moved p90 TTFT from 5.03 to 6.68 s.
+    async def scenario(sidecar, fake, clock, get) -> None:  # type: ignore[no-untyped-def]
+        await scrapes(sidecar, clock, fake, 7)
+        poisoned = grow_capture(TEXT, 8.0).splitlines()
+        for i, line in enumerate(poisoned):
+            if line.startswith("vllm:request_success_total{"):
+                poisoned[i] = line.rsplit(" ", 1)[0] + " NaN"
+            elif line.startswith("vllm:time_to_first_token_seconds_bucket{") and 'le="2.5"' in line:
+                poisoned[i] = line.rsplit(" ", 1)[0] + " 1e20"
+        fake.page = "\n".join(poisoned) + "\n"
+        await sidecar.scrape_once()
+        clock.advance(1.0)
+        _, page = await get("/metrics")
+        assert "NaN" not in page and "nan" not in page
+        assert value(page, cv.ENGINE_REJECTED_SAMPLES + "_total", reason="non_finite") >= 1
+        assert value(page, cv.ENGINE_REJECTED_SAMPLES + "_total", reason="not_monotonic") == 1
+        await scrapes(sidecar, clock, fake, 8, start=9.0)
+        _, page = await get("/metrics")
+        assert value(page, cv.REQUESTS_PER_SECOND, window="5s") == 79.0
+        p90 = value(page, cv.TTFT_SECONDS, model_name="tiny-llama", quantile="0.9", window="5s")
+        assert p90 is not None and abs(p90 - 5.03125) < 1e-9
+
+    with FakeVllmServer(TEXT) as fake:
+        run(fake, scenario)
+
+
+def test_a_page_over_the_size_bound_is_a_failed_scrape_with_its_own_reason() -> None:
+    async def scenario(sidecar, fake, clock, get) -> None:  # type: ignore[no-untyped-def]
+        fake.page = TEXT + "# padding\n" * 20_000
+        await sidecar.scrape_once()
+        _, page = await get("/metrics")
+        assert value(page, cv.ENGINE_SCRAPE_ERRORS + "_total", reason="page_too_large") == 1
+        await scrapes(sidecar, clock, fake, 1)
+        assert value((await get("/metrics"))[1], cv.ENGINE_UP, model_name="tiny-llama") == 1
+
+    with FakeVllmServer(TEXT) as fake:
+        run(fake, scenario, max_page_bytes="128KiB")
+
+
+def test_the_page_says_what_each_latency_source_measures() -> None:
+    async def scenario(sidecar, fake, clock, get) -> None:  # type: ignore[no-untyped-def]
+        await scrapes(sidecar, clock, fake, 1)
+        _, page = await get("/metrics")
+        info = cv.LATENCY_SOURCE_INFO + "_info"
+        assert value(page, info, source="vllm", ttft_starts="engine", includes_api_server="false") == 1
+        assert value(page, info, source="gate") is None  # no gate here
+
+    with FakeVllmServer(TEXT) as fake:
         run(fake, scenario)

@@ -14,7 +14,9 @@ from fleetslo.sidecar.gate.testing import FakeOpenAIUpstream
 from fleetslo.sidecar.settings import GateServerSettings
 from fleetslo.sidecar.thresholds import SloThresholds
 
-TOKEN = "s3cret-token"
+TOKEN = "s3cret-token-of-24-chars"
+#: The model the fake engine serves (the request bodies name it).
+MODEL = "fake"
 SLO = SloThresholds(ttft=0.5, tpot=0.05)
 
 
@@ -54,7 +56,7 @@ async def running(
     settings = GateServerSettings(
         listen="127.0.0.1:0", upstream=fake.url, admin_listen="127.0.0.1:0", admin_token=token, **options
     )
-    gate = Gate(settings, SLO)
+    gate = Gate(settings, SLO, served=lambda: (MODEL,))
     await gate.start()
     try:
         async with aiohttp.ClientSession() as client:

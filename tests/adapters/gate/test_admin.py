@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+from pathlib import Path
 
 import pytest
 from fleetslo.sidecar.gate.testing import FakeOpenAIUpstream
@@ -106,3 +108,47 @@ async def test_status_reports_the_admission_state() -> None:
             "limit": 2, "inflight": 0, "queued": 0, "max_queue": 7, "draining": False, "drained": False,
             "rejected": {}, "requests": {"completed": 1},
         }  # fmt: skip
+
+
+async def test_deeply_nested_json_is_a_400_not_a_recursion_error() -> None:
+    async with running(max_inflight=8) as rig:
+        for body in ("[" * 4000, "[" * 2000 + "]" * 2000, '{"limit":' * 400):
+            headers = {"Authorization": f"Bearer {TOKEN}"}
+            async with rig.client.put(rig.admin_url + "/admin/limit", data=body, headers=headers) as resp:
+                assert resp.status == 400
+        assert rig.gate.admission.limit == 8
+
+
+async def test_a_rotated_token_file_takes_effect_without_a_restart(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    path = tmp_path / "token"
+    path.write_text("first-token-0123456789\n")
+    path.chmod(0o600)
+    async with running(token=None, admin_token_file=str(path)) as rig:
+        assert (await rig.admin("GET", "/admin/limit", token="first-token-0123456789"))[0] == 200
+        replacement = tmp_path / "token.new"
+        replacement.write_text("second-token-0123456789\n")
+        replacement.chmod(0o600)
+        replacement.replace(path)  # as a Secret's atomic swap
+        assert (await rig.admin("GET", "/admin/limit", token="first-token-0123456789"))[0] == 401
+        assert (await rig.admin("GET", "/admin/limit", token="second-token-0123456789"))[0] == 200
+        path.write_text("short\n")  # rotated to an unusable token: refuse everything
+        os.utime(path, ns=(1, 1))
+        assert (await rig.admin("GET", "/admin/limit", token="short"))[0] == 401
+        assert (await rig.admin("GET", "/admin/limit", token="second-token-0123456789"))[0] == 401
+    assert "shorter than 16 characters" in caplog.text
+    assert "first-token" not in caplog.text and "second-token" not in caplog.text
+
+
+async def test_a_token_file_others_can_read_is_warned_about(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "token"
+    path.write_text("a-token-others-can-read\n")
+    path.chmod(0o644)
+    with caplog.at_level(logging.WARNING):
+        async with running(token=None, admin_token_file=str(path)) as rig:
+            assert (await rig.admin("GET", "/admin/limit", token="a-token-others-can-read"))[0] == 200
+    assert "readable by its group or others (mode 644)" in caplog.text

@@ -199,7 +199,7 @@ async def test_a_vllm_that_breaks_off_mid_stream_makes_the_client_see_an_error_n
             await rig.post("/v1/chat/completions", chat(50))
         await _until(lambda: rig.gate.admission.inflight == 0)
         assert rig.gate.stats.outcomes["upstream_failed"] == 1
-        assert rig.gate.stats.tpot.count == 0
+        assert rig.gate.stats.model("fake").tpot.count == 0
 
 
 async def test_vllm_errors_are_relayed_as_they_are() -> None:
@@ -209,7 +209,7 @@ async def test_vllm_errors_are_relayed_as_they_are() -> None:
         direct = await rig.post("/v1/chat/completions", chat(), base=fake.url)
         assert await rig.post("/v1/chat/completions", chat()) == direct
         assert direct[0] == 400
-        assert rig.gate.stats.ttft.count == 0
+        assert rig.gate.stats.model("fake").ttft.count == 0
 
 
 async def _until(condition: object, within: float = 2.0) -> None:

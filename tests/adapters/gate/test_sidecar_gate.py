@@ -55,7 +55,9 @@ async def test_the_sidecar_publishes_gate_families_and_prefers_exact_latency() -
     with FakeVllmServer(TEXT) as vllm:
         settings = settings.model_copy(update={"vllm_url": vllm.url})
         sidecar = Sidecar(settings, clock=clock)
-        gate = Gate(GateServerSettings(listen="127.0.0.1:0", upstream=fake.url), SLO, settings.ring_size)
+        gate_settings = GateServerSettings(listen="127.0.0.1:0", upstream=fake.url)
+        # The requests name model "fake": vLLM serves one model, so they count under its name.
+        gate = Gate(gate_settings, SLO, settings.ring_size, served=lambda: sidecar.tracker.known_models)
         sidecar.add_collector(gate.collector)
         sidecar.prefer_latency_from(gate.windows)
         sidecar.add_readiness_check(gate.not_ready)
@@ -79,10 +81,12 @@ async def test_the_sidecar_publishes_gate_families_and_prefers_exact_latency() -
                 p90 = {"quantile": "0.9", "window": "5s", "model_name": MODEL}
                 assert labels_of(page, cv.TTFT_SECONDS), page
                 assert labels_of(page, cv.TTFT_SECONDS)[0][cv.LABEL_SOURCE] == "vllm"
-                assert value(page, cv.GATE_INFLIGHT) == 0
+                assert value(page, cv.GATE_INFLIGHT, model_name=MODEL) == 0
                 assert value(page, cv.GATE_LIMIT + "") is None  # no limit: absent, not 0
-                assert value(page, cv.GATE_REJECTED + "_total", reason="queue_full") == 0
-                assert value(page, cv.GATE_TTFT + "_bucket", le="0.5") == 0  # the SLO is an edge
+                assert value(page, cv.GATE_REJECTED + "_total", reason="queue_full", model_name=MODEL) == 0
+                assert (
+                    value(page, cv.GATE_TTFT + "_bucket", le="0.5", model_name=MODEL) == 0
+                )  # the SLO is an edge
                 assert value(page, cv.GATE_TPOT + "_bucket", le="0.05") == 0
 
                 url = f"http://127.0.0.1:{gate.port}/v1/chat/completions"
@@ -100,8 +104,8 @@ async def test_the_sidecar_publishes_gate_families_and_prefers_exact_latency() -
                 assert value(page, cv.ITL_SECONDS, source="vllm", **p90) is not None  # vLLM's still
                 assert value(page, cv.SLO_ATTAINMENT, slo="ttft", window="5s") == 1.0
                 assert value(page, cv.SLO_THRESHOLD_EXACT, slo="ttft") == 1.0
-                assert value(page, cv.GATE_TTFT + "_count") == 3
-                assert value(page, cv.GATE_REQUESTS + "_total", outcome="completed") == 3
+                assert value(page, cv.GATE_TTFT + "_count", model_name=MODEL) == 3
+                assert value(page, cv.GATE_REQUESTS + "_total", outcome="completed", model_name=MODEL) == 3
 
                 assert (await get("/readyz"))[0] == 200
                 gate.admission.drain()
@@ -119,7 +123,8 @@ async def test_fleetslo_exporter_with_gate_flags_serves_through_the_gate_and_the
 ) -> None:
     fake = await FakeOpenAIUpstream().start()
     token_file = tmp_path / "token"
-    token_file.write_text("tok-123\n")
+    token_file.write_text("tok-123-456-789-abc\n")
+    token_file.chmod(0o600)
     listen, gate_port, admin_port = free_port(), free_port(), free_port()
     args = [
         sys.executable, "-m", "fleetslo.cli", "exporter", "--vllm-url", fake.url,
@@ -137,7 +142,7 @@ async def test_fleetslo_exporter_with_gate_flags_serves_through_the_gate_and_the
             async with client.post(f"http://127.0.0.1:{gate_port}/v1/completions",
                                    data=json.dumps(chat(3))) as resp:  # fmt: skip
                 assert resp.status == 200
-            headers = {"Authorization": "Bearer tok-123"}
+            headers = {"Authorization": "Bearer tok-123-456-789-abc"}
             async with client.get(f"http://127.0.0.1:{admin_port}/admin/limit", headers=headers) as resp:
                 assert await resp.json() == {"limit": 4}
             async with client.get(f"http://127.0.0.1:{listen}/metrics") as resp:

@@ -60,7 +60,8 @@ async def gated_pod() -> AsyncIterator[Pod]:
         settings = ExporterSettings(vllm_url=vllm.url, listen="127.0.0.1:0", interval=0.25, windows=[5.0])
         sidecar = Sidecar(settings)
         gate = Gate(GateServerSettings(listen="127.0.0.1:0", upstream=upstream.url, max_inflight=1),
-                    SloThresholds(ttft=0.5, tpot=0.05), settings.ring_size)  # fmt: skip
+                    SloThresholds(ttft=0.5, tpot=0.05), settings.ring_size,
+                    served=lambda: sidecar.tracker.known_models)  # fmt: skip
         sidecar.add_collector(gate.collector)
         await gate.start()
         async with aiohttp.ClientSession() as client:

@@ -156,21 +156,37 @@ async def test_drain_refuses_arrivals_serves_the_queue_and_reports_idle() -> Non
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["arrive", "leave", "limit"]), st.integers(1, 4)), max_size=40))
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["arrive", "leave", "limit", "hang_up"]), st.integers(1, 4)), max_size=40
+    )
+)
 def test_in_flight_never_exceeds_the_limit_whatever_happens(steps: list[tuple[str, int]]) -> None:
     async def scenario() -> None:
         a = Admission(limit=2, max_queue=100)
         holders: list[asyncio.Task[None]] = []
+        released = 0
         for op, n in steps:
             if op == "arrive":
                 holders.append(asyncio.create_task(a.acquire(10.0)))
             elif op == "leave" and a.inflight > 0:
                 a.release()
+                released += 1
             elif op == "limit":
                 a.set_limit(n)
+            elif op == "hang_up":
+                # The n-th pending client hangs up and a slot frees before its task runs.
+                pending = [t for t in holders if not t.done()]
+                if pending:
+                    pending[min(n, len(pending)) - 1].cancel()
+                if a.inflight > 0:
+                    a.release()
+                    released += 1
             await settle()
             assert a.limit is None or a.inflight <= max(a.limit, _admitted_before_lowering(steps))
             assert a.queued == sum(not t.done() for t in holders)
+            admitted = sum(t.done() and not t.cancelled() and t.exception() is None for t in holders)
+            assert a.inflight == admitted - released  # no slot leaks, none is handed to nobody
             if a.limit is None or a.inflight < a.limit:
                 assert a.queued == 0  # work-conserving: nobody waits while a slot is free
         for t in holders:
@@ -183,3 +199,28 @@ def _admitted_before_lowering(steps: list[tuple[str, int]]) -> int:
     # Lowering the limit never evicts: in flight may stay above a lowered limit until requests
     # leave, but never above the highest limit that was in force.
     return max([2] + [n for op, n in steps if op == "limit"])
+
+
+@pytest.mark.asyncio
+async def test_a_slot_freed_while_the_oldest_waiter_is_being_cancelled_goes_to_the_next_one() -> None:
+    # Issue 15 defect 1: the oldest waiter's client hung up (its task is cancelled, so its future
+    # is cancelled at once) and a slot frees before that task runs. Handing the slot to the
+    # cancelled future raised InvalidStateError, the slot went to nobody, and every later
+    # arrival queued behind a gate with nothing in flight.
+    a = Admission(limit=1, max_queue=100)
+    await a.acquire(1.0)
+    gone = asyncio.create_task(a.acquire(5.0))
+    await settle()
+    later = [asyncio.create_task(a.acquire(5.0)) for _ in range(40)]
+    await settle()
+    gone.cancel()
+    a.release()  # before `gone` has run its cancellation
+    await settle()
+    assert gone.cancelled()
+    assert sum(t.done() for t in later) == 1
+    assert (a.inflight, a.queued) == (1, 39)
+    for _ in range(39):
+        a.release()
+        await settle()
+    assert all(t.done() and t.exception() is None for t in later)
+    assert (a.inflight, a.queued) == (1, 0)

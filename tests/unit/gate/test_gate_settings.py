@@ -63,9 +63,16 @@ def test_bad_values_name_the_key_and_the_value(key: str, value: object, message:
 
 
 def test_the_token_never_shows_in_a_repr() -> None:
-    s = load(GateServerSettings, {"listen": ":8080", "upstream": "http://x:1", "admin_token": "hunter2"})
-    assert "hunter2" not in repr(s) and "hunter2" not in str(s.model_dump())
-    assert s.admin_token is not None and s.admin_token.get_secret_value() == "hunter2"
+    secret = "hunter2-hunter2-hunter2"
+    s = load(GateServerSettings, {"listen": ":8080", "upstream": "http://x:1", "admin_token": secret})
+    assert secret not in repr(s) and secret not in str(s.model_dump())
+    assert s.admin_token is not None and s.admin_token.get_secret_value() == secret
+
+
+def test_a_short_admin_token_is_a_clear_error_naming_the_length_not_the_token() -> None:
+    with pytest.raises(ConfigError, match="shorter than 16 characters") as error:
+        load(GateServerSettings, {"listen": ":8080", "upstream": "http://x:1", "admin_token": "abc"})
+    assert "abc" not in str(error.value).replace("admin_token", "")
 
 
 def test_without_gate_listen_the_gate_is_off_and_other_gate_flags_are_an_error() -> None:
@@ -77,14 +84,15 @@ def test_without_gate_listen_the_gate_is_off_and_other_gate_flags_are_an_error()
 
 def test_gate_flags_become_settings_and_the_upstream_defaults_to_the_vllm_url(tmp_path: Path) -> None:
     token = tmp_path / "token"
-    token.write_text("  s3cret\n")
+    token.write_text("  s3cret-of-sixteen-chars\n")
     options = gate_options(["--vllm-url", "http://vllm:8000", "--gate-listen", ":8080",
                             "--gate-max-inflight", "16", "--gate-queue-timeout", "5s",
                             "--admin-token-file", str(token)])  # fmt: skip
     assert options is not None
     s = load(GateServerSettings, options)
     assert (s.upstream, s.max_inflight, s.queue_timeout) == ("http://vllm:8000", 16, 5.0)
-    assert s.admin_token is not None and s.admin_token.get_secret_value() == "s3cret"
+    assert s.admin_token is not None and s.admin_token.get_secret_value() == "s3cret-of-sixteen-chars"
+    assert s.admin_token_file == str(token)  # the gate re-reads it on rotation
 
 
 def test_gate_settings_come_from_the_config_file_too(tmp_path: Path) -> None:

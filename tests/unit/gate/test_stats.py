@@ -16,7 +16,7 @@ from prometheus_client.registry import CollectorRegistry
 def test_configured_thresholds_become_bucket_edges() -> None:
     edges = buckets_with(TPOT_BUCKETS, 0.042, None)
     assert 0.042 in edges and list(edges) == sorted(set(edges))
-    stats = GateStats(slo_ttft=0.333, slo_tpot=0.042)
+    stats = GateStats(slo_ttft=0.333, slo_tpot=0.042).model("m")
     assert 0.333 in stats.ttft.bounds and 0.042 in stats.tpot.bounds
 
 
@@ -30,9 +30,10 @@ def test_a_value_on_an_edge_falls_in_that_edges_bucket() -> None:
 
 
 def test_windows_are_differences_of_snapshots_and_absent_before_history_exists() -> None:
-    stats = GateStats(slo_ttft=0.5)
-    windows = GateWindows(stats, ring_size=10)
-    assert windows.delta(5.0, 0.75) is None
+    gate = GateStats(slo_ttft=0.5)
+    windows = GateWindows(gate, ring_size=10)
+    assert windows.delta(5.0, 0.75, "m") is None
+    stats = gate.model("m")
     windows.snapshot(0.0)
     stats.ttft.observe(9.0)  # before the window: must not count
     for t in range(1, 6):
@@ -40,9 +41,11 @@ def test_windows_are_differences_of_snapshots_and_absent_before_history_exists()
         if t == 1:
             for v in (0.1, 0.2, 0.3, 0.6):
                 stats.ttft.observe(v)
-    d = windows.delta(4.0, 0.75)
+                gate.model("other").ttft.observe(v)  # another model's requests are its own
+    d = windows.delta(4.0, 0.75, "m")
     assert d is not None and d.observations(cv.Histogram.TTFT) == 4
     assert d.attainment(cv.Histogram.TTFT, 0.5) == Fraction(0.75, exact=True)
+    assert windows.delta(4.0, 0.75, "never-seen") is None
 
 
 def _signals(window: float = 5.0) -> WindowSignals:
@@ -52,11 +55,11 @@ def _signals(window: float = 5.0) -> WindowSignals:
 
 
 def test_exact_latency_replaces_ttft_and_tpot_where_the_gate_has_data_and_says_so() -> None:
-    stats = GateStats(slo_ttft=0.5, slo_tpot=0.05)
-    windows = GateWindows(stats, ring_size=10)
+    gate = GateStats(slo_ttft=0.5, slo_tpot=0.05)
+    windows = GateWindows(gate, ring_size=10)
     windows.snapshot(0.0)
     for v in (0.1, 0.2, 0.3):
-        stats.ttft.observe(v)
+        gate.model("m").ttft.observe(v)  # first seen inside the window: counts from zero
     windows.snapshot(5.0)
     slo = SloThresholds(ttft=0.5, tpot=0.05)
     [s] = prefer_exact([_signals()], windows, 0.75, slo)
@@ -75,24 +78,41 @@ def test_exact_latency_replaces_ttft_and_tpot_where_the_gate_has_data_and_says_s
     assert long.ttft_source == "vllm" and long.ttft == Quantiles(1.0, 2.0, 3.0)
 
 
-def test_the_collector_yields_fresh_gate_families_and_no_limit_when_there_is_none() -> None:
-    admission, stats = Admission(limit=None, max_queue=4), GateStats(slo_ttft=0.5)
+def test_the_collector_yields_fresh_gate_families_per_model_and_no_limit_when_there_is_none() -> None:
+    admission, gate = Admission(limit=None, max_queue=4), GateStats(slo_ttft=0.5)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(GateCollector(admission, stats))
+    registry.register(GateCollector(admission, gate, lambda: ["m"]))
     get = registry.get_sample_value
-    assert get(cv.GATE_LIMIT) is None
-    assert get(cv.GATE_INFLIGHT) == 0 and get(cv.GATE_QUEUE_LENGTH) == 0 and get(cv.GATE_DRAINING) == 0
-    assert get(cv.GATE_REJECTED + "_total", {"reason": "queue_full"}) == 0
-    assert get(cv.GATE_REQUESTS + "_total", {"outcome": "client_disconnected"}) == 0
+    m = {"model_name": "m"}
+    assert get(cv.GATE_LIMIT, m) is None
+    assert (
+        get(cv.GATE_INFLIGHT, m) == 0 and get(cv.GATE_QUEUE_LENGTH, m) == 0 and get(cv.GATE_DRAINING, m) == 0
+    )
+    assert get(cv.GATE_REJECTED + "_total", {**m, "reason": "queue_full"}) == 0
+    assert get(cv.GATE_REQUESTS + "_total", {**m, "outcome": "rejected"}) == 0
+    assert get(cv.GATE_TTFT + "_count", m) == 0
+    assert "m" not in gate.models  # publishing a served model does not make it an entry
     admission.set_limit(7)
+    stats = gate.model("m")
     stats.rejected["draining"] += 2
+    stats.outcomes["rejected"] += 2
     stats.ttft.observe(0.4)
     stats.e2e["true"].observe(3.0)
     admission.drain()
-    assert get(cv.GATE_LIMIT) == 7 and get(cv.GATE_DRAINING) == 1
-    assert get(cv.GATE_REJECTED + "_total", {"reason": "draining"}) == 2
-    assert get(cv.GATE_TTFT + "_bucket", {"le": "0.5"}) == 1
-    assert get(cv.GATE_TTFT + "_bucket", {"le": "0.3"}) == 0
-    assert get(cv.GATE_TTFT + "_count") == 1 and get(cv.GATE_TTFT + "_sum") == 0.4
-    assert get(cv.GATE_E2E + "_count", {"stream": "true"}) == 1
-    assert get(cv.GATE_E2E + "_count", {"stream": "false"}) == 0
+    assert get(cv.GATE_LIMIT, m) == 7 and get(cv.GATE_DRAINING, m) == 1
+    assert get(cv.GATE_REJECTED + "_total", {**m, "reason": "draining"}) == 2
+    assert get(cv.GATE_REQUESTS + "_total", {**m, "outcome": "rejected"}) == 2
+    assert get(cv.GATE_TTFT + "_bucket", {**m, "le": "0.5"}) == 1
+    assert get(cv.GATE_TTFT + "_bucket", {**m, "le": "0.3"}) == 0
+    assert get(cv.GATE_TTFT + "_count", m) == 1 and get(cv.GATE_TTFT + "_sum", m) == 0.4
+    assert get(cv.GATE_E2E + "_count", {**m, "stream": "true"}) == 1
+    assert get(cv.GATE_E2E + "_count", {**m, "stream": "false"}) == 0
+
+
+def test_every_gate_family_has_model_name() -> None:
+    gate = GateStats()
+    gate.model("m").ttft.observe(0.1)
+    collector = GateCollector(Admission(limit=3, max_queue=4), gate, lambda: ["m", "n"])
+    for family in collector.collect():
+        assert family.samples, family.name
+        assert all(sample.labels.get("model_name") in ("m", "n") for sample in family.samples), family.name

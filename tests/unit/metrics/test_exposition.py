@@ -8,7 +8,7 @@ import pytest
 from fleetslo.core import conventions as cv
 from fleetslo.core.errors import ExpositionError
 from fleetslo.core.histogram import quantile
-from fleetslo.core.metrics.exposition import parse_vllm
+from fleetslo.core.metrics.exposition import parse_page, parse_vllm
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -178,3 +178,63 @@ vllm_lines = st.builds(
 def test_vllm_looking_lines_either_parse_or_raise_exposition_error(lines: list[str]) -> None:
     with contextlib.suppress(ExpositionError):
         parse_vllm("\n".join(lines))
+
+
+def test_a_family_under_both_its_current_and_its_legacy_name_is_read_once_under_the_current() -> None:
+    # Issue 15 defect 10: vLLM 0.9-0.10 pages carry both names; summing them gave KV usage 1.2.
+    page = (
+        'vllm:gpu_cache_usage_perc{engine="0",model_name="m"} 0.6\n'
+        'vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.6\n'
+        'vllm:gpu_prefix_cache_hits_total{engine="0",model_name="m"} 5\n'
+        'vllm:prefix_cache_hits_total{engine="0",model_name="m"} 7\n'
+        'vllm:time_per_output_token_seconds_bucket{engine="0",le="+Inf",model_name="m"} 9\n'
+    )
+    s = parse_vllm(page)["m"]
+    assert s.gauge(cv.Gauge.KV_CACHE_USAGE) == 0.6
+    assert s.counter(cv.Counter.PREFIX_CACHE_HITS) == 7
+    assert s.histogram(cv.Histogram.ITL) is not None  # legacy only: still read
+
+
+def test_a_repeated_sample_line_counts_once_as_in_prometheus() -> None:
+    # Issue 15 defect 11: a duplicated line was summed.
+    line = 'vllm:request_success_total{engine="0",finished_reason="stop",model_name="m"} 10\n'
+    page = parse_page(line + line + line.replace(" 10", " 99"))
+    assert page.models["m"].counter(cv.Counter.REQUEST_SUCCESS) == 10
+    assert page.rejected["duplicate"] == 2
+    # The same series with its labels in another order is the same series.
+    other = 'vllm:request_success_total{model_name="m",finished_reason="stop",engine="0"} 10\n'
+    assert parse_vllm(line + other)["m"].counter(cv.Counter.REQUEST_SUCCESS) == 10
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ('vllm:request_success_total{engine="0",finished_reason="stop",model_name="m"} NaN', "non_finite"),
+        ('vllm:request_success_total{engine="0",finished_reason="stop",model_name="m"} +Inf', "non_finite"),
+        ('vllm:request_success_total{engine="0",finished_reason="stop",model_name="m"} -3', "negative"),
+        ('vllm:num_requests_running{engine="0",model_name="m"} NaN', "non_finite"),
+        ('vllm:num_requests_running{engine="0",model_name="m"} -1', "negative"),
+        ('vllm:time_to_first_token_seconds_bucket{engine="0",le="0.5",model_name="m"} NaN', "non_finite"),
+        ('vllm:time_to_first_token_seconds_bucket{engine="0",le="0.5",model_name="m"} 1e20', "not_monotonic"),
+        ('vllm:time_to_first_token_seconds_sum{engine="0",model_name="m"} NaN', "non_finite"),
+    ],
+)
+def test_an_impossible_value_rejects_its_family_for_that_model_with_a_reason(line: str, reason: str) -> None:
+    # Issue 15 defect 9: one NaN or 1e20 poisoned the windows until a restart.
+    good = (
+        'vllm:request_success_total{engine="1",finished_reason="stop",model_name="m"} 5\n'
+        'vllm:num_requests_running{engine="1",model_name="m"} 2\n'
+        'vllm:time_to_first_token_seconds_bucket{engine="0",le="0.1",model_name="m"} 1\n'
+        'vllm:time_to_first_token_seconds_bucket{engine="0",le="+Inf",model_name="m"} 4\n'
+        'vllm:time_to_first_token_seconds_bucket{engine="1",le="0.1",model_name="m"} 1\n'
+        'vllm:time_to_first_token_seconds_bucket{engine="1",le="+Inf",model_name="m"} 4\n'
+        'vllm:num_requests_waiting{engine="0",model_name="m"} 3\n'
+        'vllm:num_requests_waiting{engine="0",model_name="other"} 1\n'
+    )
+    page = parse_page(good + line + "\n")
+    assert page.rejected[reason] == 1
+    [family] = page.rejected_families["m"]
+    s = page.models["m"]
+    assert s.gauge(family) is None and s.counter(family) is None and s.histogram(family) is None
+    assert s.gauge(cv.Gauge.WAITING) == 3  # the rest of the page stands
+    assert "other" not in page.rejected_families

@@ -98,11 +98,15 @@ def test_a_new_bucket_layout_counts_as_a_restart() -> None:
     assert is_reset(other, H)
 
 
-def test_merge_sums_shared_buckets_and_drops_the_rest() -> None:
+def test_merge_keeps_every_bucket_as_promql_sum_by_le_does() -> None:
+    # Issue 15 defect 11: PromQL's sum by (le) keeps an le that only some inputs have, summed over
+    # those that have it; the le=0.2 series here is b's alone.
     a = BucketHistogram((0.1, 0.5, INF), (1.0, 2.0, 3.0), 1.0)
     b = BucketHistogram((0.1, 0.2, 0.5, INF), (1.0, 1.5, 2.0, 4.0), 2.0)
     m = merge([a, b])
-    assert m == BucketHistogram((0.1, 0.5, INF), (2.0, 4.0, 7.0), 3.0)
+    assert m == BucketHistogram((0.1, 0.2, 0.5, INF), (2.0, 1.5, 4.0, 7.0), 3.0)
+    # histogram_quantile repairs the dip at 0.2 (ensureMonotonic): rank 3.5 lies in (0.2, 0.5].
+    assert quantile(0.5, m) == pytest.approx(0.2 + 0.3 * (3.5 - 2.0) / 2.0)
     assert merge([]) is None
 
 

@@ -9,17 +9,29 @@ OpenMetrics text that prometheus-client writes, every vLLM version's names, the 
 
 A malformed line in a family we use raises ``ExpositionError`` with its line number: a half-read
 histogram would give a wrong quantile, which is worse than none. Malformed lines in families we do
-not use are not our business and are skipped. This module does no I/O.
+not use are not our business and are skipped. Well-formed lines with values that cannot be true
+are rejected, counted by reason in ``Page.rejected`` (issue 15 defect 9), and never reach a
+window: a non-finite value (``non_finite``), a negative count or gauge (``negative``), cumulative
+buckets that go down (``not_monotonic``: one bucket at 1e20 would move every quantile). A family
+with such a value is left out of that model's snapshot (``Page.rejected_families``), as a whole,
+so a sum over engines never silently loses one. As Prometheus and PromQL would read the page:
+
+- a sample line repeated with the same labels counts once, the first (``duplicate``);
+- a family on a page with both its current and its legacy name (vLLM 0.9-0.10 expose both) is
+  read under the current name only, as the PromQL source's ``current or legacy`` does.
+
+This module does no I/O; the sidecar runs it on a worker thread, off its event loop.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections import defaultdict
-from collections.abc import Mapping
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from itertools import pairwise
+from typing import Generic, TypeVar
 
 from fleetslo.core import conventions as cv
 from fleetslo.core.errors import ExpositionError
@@ -31,6 +43,49 @@ _PREFIX_STARTS = ("vllm", "ray_vllm")
 _ESCAPES = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
 _HIST_SUFFIXES = ("_bucket", "_sum", "_count", "_created")
 _COUNTER_SUFFIXES = ("_total", "_created")
+
+
+#: Reasons a sample is rejected (``fleetslo_engine_rejected_samples_total{reason}``).
+NON_FINITE, NEGATIVE, NOT_MONOTONIC, DUPLICATE = "non_finite", "negative", "not_monotonic", "duplicate"
+REJECTION_REASONS = (NON_FINITE, NEGATIVE, NOT_MONOTONIC, DUPLICATE)
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _BoundedCache(Generic[K, V]):
+    """A memo that holds at most ``max_bytes`` of keys (issue 15 defect 13: an ``lru_cache`` of
+    16,384 entries let a hostile page pin 16,384 huge label blocks). Emptied when full: the
+    next page refills what it repeats. Safe to share between threads (dict operations are atomic)."""
+
+    def __init__(self, compute: Callable[[K], V], max_bytes: int, size: Callable[[K], int]) -> None:
+        self.compute, self.max_bytes, self.size = compute, max_bytes, size
+        self.bytes = 0
+        self._items: dict[K, V] = {}
+
+    def __call__(self, key: K) -> V:
+        found = self._items.get(key)
+        if found is not None:
+            return found
+        value = self.compute(key)
+        cost = self.size(key) + 64
+        if cost <= self.max_bytes // 16:  # a huge key is computed, never kept
+            if self.bytes + cost > self.max_bytes:
+                self._items.clear()
+                self.bytes = 0
+            self._items[key] = value
+            self.bytes += cost
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One parsed page: the models on it and what was rejected, by reason and by family."""
+
+    models: dict[str, EngineSnapshot]
+    rejected: Counter[str] = field(default_factory=Counter)
+    #: The families left out of each model's snapshot because one of their values was rejected.
+    rejected_families: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -47,30 +102,92 @@ class _ModelParts:
         default_factory=lambda: defaultdict(lambda: defaultdict(_HistogramParts))
     )
     created: dict[tuple[str, str], float] = field(default_factory=dict)
+    #: Families with a rejected value, and why.
+    rejected: dict[str, str] = field(default_factory=dict)
+
+    def families(self) -> set[str]:
+        return {*self.gauges, *self.counters, *self.histograms, *(f for f, _ in self.created)}
+
+
+@dataclass
+class _PageParts:
+    """Everything read so far: current and legacy names apart, the series seen, rejections."""
+
+    current: dict[str, _ModelParts] = field(default_factory=lambda: defaultdict(_ModelParts))
+    legacy: dict[str, _ModelParts] = field(default_factory=lambda: defaultdict(_ModelParts))
+    seen: set[tuple[str, frozenset[tuple[str, str]]]] = field(default_factory=set)
+    rejected: Counter[str] = field(default_factory=Counter)
 
 
 def parse_vllm(text: str) -> dict[str, EngineSnapshot]:
     """Every model on the page, by ``model_name``. An empty dict means no vLLM series at all."""
-    models: dict[str, _ModelParts] = defaultdict(_ModelParts)
+    return parse_page(text).models
+
+
+def parse_page(text: str) -> Page:
+    """The models on the page and the values rejected from it (see the module docstring)."""
+    page = _PageParts()
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.startswith(_PREFIX_STARTS):
             continue
         try:
-            _take(line, models)
+            _take(line, page)
         except ValueError as exc:
             raise ExpositionError(f"line {number}: {exc}: {line[:200]!r}") from exc
-    return {name: _freeze(name, parts) for name, parts in models.items()}
+    models = _prefer_current(page.current, page.legacy)
+    for parts in models.values():
+        _check_histograms(parts, page.rejected)
+    return Page(
+        models={name: _freeze(name, parts) for name, parts in models.items()},
+        rejected=page.rejected,
+        rejected_families={n: frozenset(p.rejected) for n, p in models.items() if p.rejected},
+    )
 
 
-def _take(line: str, models: dict[str, _ModelParts]) -> None:
+def _prefer_current(
+    current: dict[str, _ModelParts], legacy: dict[str, _ModelParts]
+) -> dict[str, _ModelParts]:
+    """Legacy families join a model only where its current name is absent from the page."""
+    for name, old in legacy.items():
+        parts = current[name]
+        present = parts.families() | set(parts.rejected)
+        for family, table in old.gauges.items():
+            if family not in present:
+                parts.gauges[family] = table
+        for family, table in old.counters.items():
+            if family not in present:
+                parts.counters[family] = table
+        for family, per_engine in old.histograms.items():
+            if family not in present:
+                parts.histograms[family] = per_engine
+        for (family, engine), at in old.created.items():
+            if family not in present:
+                parts.created[(family, engine)] = at
+        for family, reason in old.rejected.items():
+            if family not in present:
+                parts.rejected[family] = reason
+    return current
+
+
+def _take(line: str, page: _PageParts) -> None:
     """Route one sample line into the family it belongs to, if it is one we use."""
-    kind, family, suffix = _classify(_name_of(line))
+    kind, family, suffix, legacy = _classify(_name_of(line))
     if kind is None:
         return
-    _, labels_text, rest = _split(line)
+    name, labels_text, rest = _split(line)
     labels = _labels(labels_text)
     value = _value(rest)
-    parts = models[labels.get(cv.MODEL_LABEL, "")]
+    series = (name, frozenset(labels.items()))
+    if series in page.seen:
+        page.rejected[DUPLICATE] += 1  # Prometheus keeps the first sample of a series
+        return
+    page.seen.add(series)
+    parts = (page.legacy if legacy else page.current)[labels.get(cv.MODEL_LABEL, "")]
+    problem = _problem(kind, suffix, value)
+    if problem is not None:
+        page.rejected[problem] += 1
+        parts.rejected.setdefault(family, problem)
+        return
     engine = labels.get(cv.ENGINE_LABEL, "")
     # Series that differ only in labels we do not keep (Ray Serve adds WorkerId, NodeAddress…)
     # are summed, as ``sum by (model_name, engine)`` would.
@@ -95,29 +212,55 @@ def _take_histogram(hist: _HistogramParts, suffix: str, labels: Mapping[str, str
     # ``_count`` equals the +Inf bucket on a valid page; the buckets are the source of truth.
 
 
-@lru_cache(maxsize=4096)
-def _classify(name: str) -> tuple[str | None, str, str]:
-    """(kind, canonical family, suffix) for a metric name; kind None if it is not one we use.
+def _problem(kind: str, suffix: str, value: float) -> str | None:
+    """Why a value cannot be true for its series, or ``None``."""
+    if not math.isfinite(value):
+        return NON_FINITE
+    if value < 0 and suffix != "_sum":
+        return NEGATIVE  # counts, gauges and timestamps are never negative
+    return None
 
-    Memoized: a page repeats a few hundred names thousands of times, scrape after scrape.
-    """
+
+def _check_histograms(parts: _ModelParts, rejected: Counter[str]) -> None:
+    """Reject a family whose cumulative buckets go down anywhere: no real histogram does that."""
+    for family, per_engine in list(parts.histograms.items()):
+        for h in per_engine.values():
+            counts = [h.buckets[b] for b in sorted(h.buckets)]
+            if any(later < earlier for earlier, later in pairwise(counts)):
+                rejected[NOT_MONOTONIC] += 1
+                parts.rejected.setdefault(family, NOT_MONOTONIC)
+                break
+    for family in parts.rejected:
+        parts.gauges.pop(family, None)
+        parts.counters.pop(family, None)
+        parts.histograms.pop(family, None)
+        for key in [k for k in parts.created if k[0] == family]:
+            del parts.created[key]
+
+
+def _classify_name(name: str) -> tuple[str | None, str, str, bool]:
+    """(kind, canonical family, suffix, legacy name?) for a metric name; kind None if unused."""
     bare = cv.strip_vllm_prefix(name)
     if bare is None:
-        return None, "", ""
+        return None, "", "", False
     for suffix in _HIST_SUFFIXES:
         if bare.endswith(suffix):
             family = cv.canonical_vllm_name(bare[: -len(suffix)])
             if family in cv.HISTOGRAM_NAMES:
-                return "histogram", family, suffix
+                return "histogram", family, suffix, family != bare[: -len(suffix)]
     for suffix in _COUNTER_SUFFIXES:
         if bare.endswith(suffix):
             family = cv.canonical_vllm_name(bare[: -len(suffix)])
             if family in cv.COUNTER_NAMES:
-                return "counter", family, suffix
+                return "counter", family, suffix, family != bare[: -len(suffix)]
     family = cv.canonical_vllm_name(bare)
     if family in cv.GAUGE_NAMES:
-        return "gauge", family, ""
-    return None, family, ""
+        return "gauge", family, "", family != bare
+    return None, family, "", False
+
+
+#: Memoized: a page repeats a few hundred names thousands of times, scrape after scrape.
+_classify = _BoundedCache(_classify_name, max_bytes=1 << 20, size=len)
 
 
 def _name_of(line: str) -> str:
@@ -142,9 +285,8 @@ def _split(line: str) -> tuple[str, str, str]:
     return line[:brace].rstrip(), line[brace + 1 : close], line[close + 1 :]
 
 
-@lru_cache(maxsize=16384)
-def _labels(text: str) -> Mapping[str, str]:
-    """Label block text to a mapping. Memoized (read-only result): series repeat every scrape."""
+def _parse_labels(text: str) -> Mapping[str, str]:
+    """Label block text to a mapping (read-only: the result is memoized)."""
     labels: dict[str, str] = {}
     pos, end = 0, len(text.rstrip())
     while pos < end:
@@ -157,6 +299,10 @@ def _labels(text: str) -> Mapping[str, str]:
         labels[match.group(1)] = value
         pos = match.end()
     return labels
+
+
+#: Memoized by label text (series repeat every scrape), at most 4 MiB of it.
+_labels = _BoundedCache(_parse_labels, max_bytes=4 << 20, size=len)
 
 
 def _value(rest: str) -> float:

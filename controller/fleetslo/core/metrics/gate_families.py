@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from prometheus_client.metrics_core import Metric
+from prometheus_client.samples import Sample
 
 from fleetslo.core import conventions as cv
 from fleetslo.core.histogram import BucketHistogram
@@ -48,25 +49,34 @@ class GateReading:
     histograms: Mapping[str, BucketHistogram] = field(default_factory=dict)
 
 
-def read_gate(families: Iterable[Metric]) -> GateReading | None:
-    """The gate's queue and latency histograms from parsed families; ``None`` without a gate."""
+def read_gate(families: Iterable[Metric], model: str | None = None) -> GateReading | None:
+    """The gate's queue and latency histograms from parsed families; ``None`` without a gate.
+
+    With ``model``, only that model's series (the gate labels every series with ``model_name``;
+    series without the label, from sidecars before it had one, count for every model).
+    """
     queue: float | None = None
     histograms: dict[str, BucketHistogram] = {}
     for family in families:
-        if family.name == cv.GATE_QUEUE_LENGTH and family.samples:
-            queue = math.fsum(s.value for s in family.samples)
-        elif family.name in _HISTOGRAMS and (h := _histogram(family)) is not None:
+        samples = [s for s in family.samples if _of_model(s.labels, model)]
+        if family.name == cv.GATE_QUEUE_LENGTH and samples:
+            queue = math.fsum(s.value for s in samples)
+        elif family.name in _HISTOGRAMS and (h := _histogram(samples)) is not None:
             histograms[_HISTOGRAMS[family.name]] = h
     if queue is None and not histograms:
         return None
     return GateReading(queue, histograms)
 
 
-def _histogram(family: Metric) -> BucketHistogram | None:
-    """A family's buckets summed by ``le`` (there is one unlabelled series per gate)."""
+def _of_model(labels: Mapping[str, str], model: str | None) -> bool:
+    return model is None or labels.get(cv.MODEL_LABEL, model) == model
+
+
+def _histogram(samples: Iterable[Sample]) -> BucketHistogram | None:
+    """Samples' buckets summed by ``le`` (one series per model per gate)."""
     buckets: dict[float, float] = {}
     total: float | None = None
-    for s in family.samples:
+    for s in samples:
         if s.name.endswith("_bucket") and "le" in s.labels:
             le = float(s.labels["le"])
             buckets[le] = buckets.get(le, 0.0) + s.value

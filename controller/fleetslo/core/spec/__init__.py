@@ -1,6 +1,7 @@
 """The FleetSLO spec: the version the code is written against (``v1``), re-exported."""
 
 from fleetslo.core.spec.v1 import (
+    RESOURCE_API_VERSION,
     STANDALONE_KINDS,
     Availability,
     BatchActuator,
@@ -13,6 +14,7 @@ from fleetslo.core.spec.v1 import (
     Mode,
     Objective,
     Objectives,
+    ReplicaActuatorKind,
     Replicas,
     StandaloneKind,
     StaticEndpoint,
@@ -22,6 +24,7 @@ from fleetslo.core.spec.v1 import (
 )
 
 __all__ = [
+    "RESOURCE_API_VERSION",
     "STANDALONE_KINDS",
     "Availability",
     "BatchActuator",
@@ -34,6 +37,7 @@ __all__ = [
     "Mode",
     "Objective",
     "Objectives",
+    "ReplicaActuatorKind",
     "Replicas",
     "StandaloneKind",
     "StaticEndpoint",

@@ -54,7 +54,7 @@ class ExactLatency(Protocol):
 
     def snapshot(self, at: float) -> None: ...
 
-    def delta(self, window: float, tolerance: float) -> WindowDelta | None: ...
+    def delta(self, window: float, tolerance: float, model: str) -> WindowDelta | None: ...
 
 
 def prefer_exact(
@@ -66,7 +66,7 @@ def prefer_exact(
     non-streamed ones, or none) keeps vLLM's values and says ``source="vllm"``, so turning the
     gate on never makes a signal vanish. ITL, rates and counts always come from vLLM.
     """
-    return [_with_exact(s, exact.delta(s.window, tolerance), slo) for s in signals]
+    return [_with_exact(s, exact.delta(s.window, tolerance, s.model_name), slo) for s in signals]
 
 
 def _with_exact(s: WindowSignals, d: WindowDelta | None, slo: SloThresholds) -> WindowSignals:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from fleetslo.core.errors import FleetSLOError
 from fleetslo.core.metrics.window import SnapshotRing, WindowDelta, accumulate, window_delta
@@ -33,19 +34,34 @@ class EngineTracker:
         self.last_duration: float | None = None
         self.last_error: str | None = None
         self.errors: Counter[str] = Counter()
+        #: Samples the parser rejected, by reason (``fleetslo_engine_rejected_samples_total``).
+        self.rejected: Counter[str] = Counter()
         self.latest: Mapping[str, EngineSnapshot] = {}
         #: Models seen on the last good page, kept through an outage so ``engine_up 0`` names them.
         self.known_models: tuple[str, ...] = ()
         self._previous: tuple[float, Mapping[str, EngineSnapshot]] | None = None
 
     def record_success(
-        self, at: float, duration: float, models: Mapping[str, EngineSnapshot], wall: float | None = None
+        self,
+        at: float,
+        duration: float,
+        models: Mapping[str, EngineSnapshot],
+        wall: float | None = None,
+        *,
+        rejected: Mapping[str, int] | None = None,
+        held: Mapping[str, frozenset[str]] | None = None,
     ) -> None:
         """Fold one good scrape into the totals.
 
         ``at`` is a monotonic time (window math must not jump with the wall clock); ``wall`` is the
-        Unix time published as the last-success timestamp (defaults to ``at``).
+        Unix time published as the last-success timestamp (defaults to ``at``). ``held`` names, per
+        model, the families the parser left out for an impossible value (``rejected`` counts them
+        by reason): this step adds nothing for them, and the next good scrape is compared with
+        their last good values, so one bad sample neither poisons the windows nor, when the
+        family comes back, counts its whole history as new.
         """
+        if rejected:
+            self.rejected.update(rejected)
         newest = self.ring.newest()
         totals = dict(newest[1]) if newest else {}
         previous_at, previous = self._previous if self._previous else (at, {})
@@ -56,7 +72,7 @@ class EngineTracker:
         # A model no longer served has no current totals: drop it so its signals disappear.
         totals = {name: t for name, t in totals.items() if name in models}
         self.ring.append(at, totals)
-        self._previous = (at, models)
+        self._previous = (at, _with_held(models, previous, held or {}))
         self.latest = models
         self.known_models = tuple(sorted(models))
         self.up, self.last_duration, self.last_error = True, duration, None
@@ -80,3 +96,26 @@ class EngineTracker:
         if not self.up:
             return []
         return derive(self.ring, windows, self.tolerance, slo)
+
+
+def _with_held(
+    models: Mapping[str, EngineSnapshot],
+    previous: Mapping[str, EngineSnapshot],
+    held: Mapping[str, frozenset[str]],
+) -> Mapping[str, EngineSnapshot]:
+    """``models`` with each held family's counters and histograms as they last were good."""
+    if not held:
+        return models
+    out = dict(models)
+    for name, families in held.items():
+        now, before = models.get(name), previous.get(name)
+        if now is None or before is None:
+            continue
+        counters = {**now.counters, **{f: before.counters[f] for f in families if f in before.counters}}
+        histograms = {
+            **now.histograms,
+            **{f: before.histograms[f] for f in families if f in before.histograms},
+        }
+        created = {**now.created, **{k: v for k, v in before.created.items() if k[0] in families}}
+        out[name] = replace(now, counters=counters, histograms=histograms, created=created)
+    return out

@@ -128,6 +128,10 @@ class Admission:
     def _grant(self) -> None:
         while self._waiters and self._has_room():
             waiter = self._waiters.popleft()
+            if waiter.done():
+                # Its client hung up (the task's cancellation cancelled the future at once) or it
+                # timed out, and its task has not run yet: the slot goes to the next waiter.
+                continue
             # Set the result before the waiter's task runs: the slot is counted from this moment,
             # so a burst of releases never over-admits.
             waiter.set_result(None)
@@ -137,6 +141,7 @@ class Admission:
         if not waiter.done():
             self._waiters.remove(waiter)
             waiter.set_exception(Rejected(QUEUE_TIMEOUT))
+            self._grant()  # work-conserving whatever order callbacks ran in
             self._check_idle()
 
     def _abandon(self, waiter: asyncio.Future[None]) -> None:

@@ -1,17 +1,27 @@
 """The gate's reverse proxy: admit, forward to vLLM through a connection pool, relay every byte.
 
-Generation requests (``/v1/completions``, ``/v1/chat/completions``) go through admission and are
-measured; every other path (``/v1/models``, ``/health``, ``/metrics``, …) is relayed as is. The
-relay forwards each chunk as it arrives, unchanged and in order (``StreamTimer`` only looks at
-it), with ``Content-Encoding`` preserved and no decompression. Faults:
+Requests that may run the model (``paths.is_admitted``: every write except tokenizer, health and
+operator endpoints) go through admission; streamed answers of the OpenAI generation paths are
+measured. Every other request (``/v1/models``, ``/health``, ``/metrics``, …) is relayed at once.
+The relay forwards each chunk as it arrives, unchanged and in order (``StreamTimer`` only looks
+at it), with ``Content-Encoding`` preserved and no decompression. Every series is labelled with
+the request's model (``paths.ModelNames``). Faults:
 
-- the body is read (at most ``max_body`` bytes, else 413) *before* admission, so a slow upload
-  never holds a slot;
+- the body is read (at most ``max_body`` bytes, else 413; within ``body_timeout``, else 408;
+  inside the ``BodyBudget`` of bodies held at once, else 503 ``busy``) *before* admission, so a
+  slow upload never holds a slot;
+- a request line in absolute form (``GET http://x/ HTTP/1.1``) → 400: the gate is not a forward
+  proxy;
 - vLLM unreachable → 502 with a JSON error, counted as ``upstream_unavailable``;
 - vLLM breaks off mid-stream → the client's connection is closed without the final chunk, so the
   client sees an error rather than a stream that looks complete;
 - the client disconnects → this handler is cancelled (``handler_cancellation``) and the upstream
   connection is closed, not pooled, so vLLM aborts the request and frees its batch slot.
+
+Outcomes (``fleetslo_gate_requests_total{model_name,outcome}``, admitted paths only): a user saw a
+good answer (``completed``), a bad one (``rejected`` by the gate, ``upstream_error`` 5xx from
+vLLM, ``upstream_failed`` unreachable or broken off), or none that counts either way
+(``client_disconnected``, ``invalid``: too large, too slow to upload).
 
 It must not decide limits (``Admission`` does) or parse JSON bodies.
 """
@@ -30,13 +40,12 @@ from yarl import URL
 
 from fleetslo.sidecar.gate import responses
 from fleetslo.sidecar.gate.admission import Admission, Rejected
+from fleetslo.sidecar.gate.guard import BodyBudget
 from fleetslo.sidecar.gate.latency import StreamTimer
-from fleetslo.sidecar.gate.stats import NOT_STREAMED, STREAMED, GateStats
+from fleetslo.sidecar.gate.paths import ModelNames, is_admitted
+from fleetslo.sidecar.gate.stats import NOT_STREAMED, STREAMED, GateStats, ModelStats
 
 log = logging.getLogger("fleetslo.gate")
-
-#: Paths that take a batch slot in vLLM: admitted against the limit and measured.
-ADMITTED_PATHS = frozenset({"/v1/completions", "/v1/chat/completions"})
 
 #: Headers that describe one hop, not the message (RFC 9110 §7.6.1), plus the ones aiohttp
 #: recomputes for the next hop.
@@ -47,6 +56,8 @@ _HOP_BY_HOP = frozenset({
 
 #: Outcomes of admitted requests (``fleetslo_gate_requests_total{outcome}``).
 COMPLETED, CLIENT_DISCONNECTED, UPSTREAM_FAILED = "completed", "client_disconnected", "upstream_failed"
+REJECTED, UPSTREAM_ERROR, INVALID = "rejected", "upstream_error", "invalid"
+OUTCOMES = (COMPLETED, REJECTED, UPSTREAM_ERROR, UPSTREAM_FAILED, CLIENT_DISCONNECTED, INVALID)
 
 
 class UpstreamBroke(Exception):
@@ -58,6 +69,27 @@ def _forwarded(headers: CIMultiDictProxy[str]) -> Iterable[tuple[str, str]]:
     named = {t.strip().lower() for value in headers.getall("Connection", ()) for t in value.split(",")}
     drop = _HOP_BY_HOP | named if named else _HOP_BY_HOP
     return ((k, v) for k, v in headers.items() if k.lower() not in drop)
+
+
+class _Body:
+    """A request body on its way upstream; emptied once sent, so its memory goes at once."""
+
+    __slots__ = ("counted", "data", "opened")
+
+    def __init__(self) -> None:
+        self.data = b""
+        self.opened = False
+        #: Bytes charged to the budget for this body.
+        self.counted = 0
+
+
+class _Refused(Exception):
+    """The body cannot be taken: ``response`` says why."""
+
+    def __init__(self, reason: str, response: web.StreamResponse) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.response = response
 
 
 class Proxy:
@@ -72,6 +104,10 @@ class Proxy:
         queue_timeout: float,
         max_body: int,
         session: aiohttp.ClientSession,
+        models: ModelNames | None = None,
+        budget: BodyBudget | None = None,
+        body_timeout: float = 30.0,
+        time_scale: float = 1.0,
     ) -> None:
         self.upstream = upstream
         self.admission = admission
@@ -79,54 +115,118 @@ class Proxy:
         self.queue_timeout = queue_timeout
         self.max_body = max_body
         self.session = session
+        self.models = models or ModelNames()
+        self.budget = budget or BodyBudget(max_bodies=1024, max_bytes=1 << 30)
+        self.body_timeout = body_timeout
+        self.time_scale = time_scale
         self._warned_at = -math.inf
 
+    def _now(self) -> float:
+        """The latency clock: the loop's, in the upstream's seconds (``time_scale``; 1 on a real fleet)."""
+        return asyncio.get_running_loop().time() * self.time_scale
+
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        arrival = asyncio.get_running_loop().time()
-        body = await self._read_body(request)
-        if body is None:
-            self.stats.rejected[responses.BODY_TOO_LARGE] += 1
-            return responses.body_too_large(self.max_body)
-        if request.path not in ADMITTED_PATHS:
-            return await self._forward(request, body, None)
+        if not request.raw_path.startswith("/"):
+            log.info("refused a request line in absolute form from %s", request.remote)
+            self.stats.model(self.models.of(b"")).rejected[responses.BAD_REQUEST] += 1
+            return responses.absolute_form()
+        admitted = is_admitted(request.method, request.path)
+        body = _Body()
+        try:
+            try:
+                await self._take_body(request, body)
+            except _Refused as refused:
+                stats = self.stats.model(self.models.of(body.data))
+                stats.rejected[refused.reason] += 1
+                if admitted:
+                    stats.outcomes[REJECTED if refused.reason == responses.BUSY else INVALID] += 1
+                return refused.response
+            if not admitted:
+                return await self._forward(request, body, None, None)
+            return await self._admit_and_forward(request, body, self.stats.model(self.models.of(body.data)))
+        finally:
+            self._drop(body)  # also when the client hangs up mid-upload (the handler is cancelled)
+
+    async def _admit_and_forward(
+        self, request: web.Request, body: _Body, stats: ModelStats
+    ) -> web.StreamResponse:
+        # TTFT starts when the request is whole: its wait in the queue counts, a slow upload
+        # (the client's own time) does not.
+        arrival = self._now()
+        stats.queued += 1
         try:
             await self.admission.acquire(self.queue_timeout)
         except Rejected as rejected:
-            self.stats.rejected[rejected.reason] += 1
+            stats.rejected[rejected.reason] += 1
+            stats.outcomes[REJECTED] += 1
             return responses.overloaded(rejected.reason)
-        try:
-            return await self._forward(request, body, StreamTimer(arrival))
         finally:
+            stats.queued -= 1
+        stats.inflight += 1
+        try:
+            return await self._forward(request, body, StreamTimer(arrival), stats)
+        finally:
+            stats.inflight -= 1
             self.admission.release()
 
-    async def _read_body(self, request: web.Request) -> bytes | None:
-        """The whole body, or ``None`` as soon as it is known to exceed ``max_body``."""
+    async def _take_body(self, request: web.Request, body: _Body) -> None:
+        """Read the whole body into ``body`` within the budget and the time allowed."""
         if request.content_length is not None and request.content_length > self.max_body:
-            return None
-        body = bytearray()
+            raise _Refused(responses.BODY_TOO_LARGE, responses.body_too_large(self.max_body))
+        if not self.budget.open():
+            raise _Refused(responses.BUSY, responses.overloaded(responses.BUSY))
+        body.opened = True
+        try:
+            async with asyncio.timeout(self.body_timeout):
+                body.data = await self._read_body(request, body)
+        except TimeoutError:
+            _close_after_answer(request)
+            raise _Refused(responses.BODY_TIMEOUT, responses.body_timeout(self.body_timeout)) from None
+
+    async def _read_body(self, request: web.Request, body: _Body) -> bytes:
+        data = bytearray()
         async for chunk in request.content.iter_any():
-            body += chunk
-            if len(body) > self.max_body:
-                return None
-        return bytes(body)
+            if len(data) + len(chunk) > self.max_body:
+                _close_after_answer(request)  # the rest of the upload is not worth reading
+                raise _Refused(responses.BODY_TOO_LARGE, responses.body_too_large(self.max_body))
+            if not self.budget.grow(len(chunk)):
+                _close_after_answer(request)
+                raise _Refused(responses.BUSY, responses.overloaded(responses.BUSY))
+            body.counted += len(chunk)
+            data += chunk
+        return bytes(data)
+
+    def _drop(self, body: _Body) -> None:
+        """Give the body's place and bytes back to the budget (once)."""
+        if body.opened:
+            self.budget.close(body.counted)
+            body.opened, body.counted = False, 0
+        body.data = b""
 
     async def _forward(
-        self, request: web.Request, body: bytes, timer: StreamTimer | None
+        self, request: web.Request, body: _Body, timer: StreamTimer | None, stats: ModelStats | None
     ) -> web.StreamResponse:
+        """Send upstream and relay the answer; ``timer`` and ``stats`` only for admitted requests."""
         try:
             upstream = await self._send(request, body)
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             self._warn_unreachable(exc)
-            self.stats.rejected[responses.UPSTREAM_UNAVAILABLE] += 1
-            if timer is not None:
-                self.stats.outcomes[UPSTREAM_FAILED] += 1
+            (stats or self.stats.model(self.models.of(b""))).rejected[responses.UPSTREAM_UNAVAILABLE] += 1
+            if stats is not None:
+                stats.outcomes[UPSTREAM_FAILED] += 1
             return responses.upstream_unavailable(type(exc).__name__)
-        return await self._relay(request, upstream, timer)
+        return await self._relay(request, upstream, timer, stats)
 
-    async def _send(self, request: web.Request, body: bytes) -> aiohttp.ClientResponse:
+    async def _send(self, request: web.Request, body: _Body) -> aiohttp.ClientResponse:
         """The upstream's answer (status and headers); the body is read by the relay."""
+        try:
+            return await self._request(request, body.data if request.body_exists else None)
+        finally:
+            self._drop(body)  # sent (or failed): its memory is not needed while the answer streams
+
+    async def _request(self, request: web.Request, data: bytes | None) -> aiohttp.ClientResponse:
         url = URL(self.upstream + request.raw_path, encoded=True)
-        headers, data = CIMultiDict(_forwarded(request.headers)), body if request.body_exists else None
+        headers = CIMultiDict(_forwarded(request.headers))
         try:
             return await self.session.request(
                 request.method, url, headers=headers, data=data, allow_redirects=False
@@ -148,7 +248,11 @@ class Proxy:
             log.warning("upstream %s unreachable: %s", self.upstream, exc)
 
     async def _relay(
-        self, request: web.Request, upstream: aiohttp.ClientResponse, timer: StreamTimer | None
+        self,
+        request: web.Request,
+        upstream: aiohttp.ClientResponse,
+        timer: StreamTimer | None,
+        stats: ModelStats | None,
     ) -> web.StreamResponse:
         response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
         response.headers.extend(_forwarded(upstream.headers))
@@ -158,8 +262,8 @@ class Proxy:
         outcome = CLIENT_DISCONNECTED
         try:
             await response.prepare(request)
-            if timer is not None and streamed:
-                await self._copy_measured(upstream, response, timer)
+            if timer is not None and stats is not None and streamed:
+                await self._copy_measured(upstream, response, timer, stats)
             else:
                 await self._copy(upstream, response)
             await response.write_eof()
@@ -174,8 +278,8 @@ class Proxy:
             # Unless every byte was read, close (not pool) the upstream connection: vLLM sees the
             # disconnect and aborts the request. This also runs when the handler is cancelled.
             upstream.release() if outcome == COMPLETED else upstream.close()
-            if timer is not None:
-                self._record(timer, outcome, streamed, ok=200 <= upstream.status < 300)
+            if timer is not None and stats is not None:
+                self._record(timer, stats, outcome, streamed, upstream.status)
         return response
 
     async def _copy(self, upstream: aiohttp.ClientResponse, response: web.StreamResponse) -> None:
@@ -187,10 +291,14 @@ class Proxy:
             raise UpstreamBroke(str(exc)) from exc
 
     async def _copy_measured(
-        self, upstream: aiohttp.ClientResponse, response: web.StreamResponse, timer: StreamTimer
+        self,
+        upstream: aiohttp.ClientResponse,
+        response: web.StreamResponse,
+        timer: StreamTimer,
+        stats: ModelStats,
     ) -> None:
         # The hot path of the gate: one read, one scan, one write per chunk, nothing else.
-        read, write, now = upstream.content.readany, response.write, asyncio.get_running_loop().time
+        read, write, now = upstream.content.readany, response.write, self._now
         try:
             while timer.first is None:
                 chunk = await read()
@@ -199,7 +307,7 @@ class Proxy:
                 timer.feed(chunk, now())
                 if timer.first is not None:
                     # Recorded at once: a long stream's TTFT shows up before the stream ends.
-                    self.stats.ttft.observe(timer.first - timer.arrival)
+                    stats.ttft.observe(timer.first - timer.arrival)
                 await write(chunk)
             while chunk := await read():
                 timer.feed(chunk, now())
@@ -207,19 +315,28 @@ class Proxy:
         except aiohttp.ClientPayloadError as exc:
             raise UpstreamBroke(str(exc)) from exc
 
-    def _record(self, timer: StreamTimer, outcome: str, streamed: bool, ok: bool) -> None:
-        self.stats.outcomes[outcome] += 1
-        if outcome != COMPLETED or not ok:
+    def _record(
+        self, timer: StreamTimer, stats: ModelStats, outcome: str, streamed: bool, status: int
+    ) -> None:
+        if outcome == COMPLETED and status >= 500:
+            outcome = UPSTREAM_ERROR
+        stats.outcomes[outcome] += 1
+        if outcome != COMPLETED or not 200 <= status < 300:
             return  # an error answer's latency says nothing about serving
-        now = asyncio.get_running_loop().time()
+        now = self._now()
         if streamed:
             had_ttft = timer.first is not None
             measured = timer.finish(now)
             if not had_ttft and measured.ttft is not None:
-                self.stats.ttft.observe(measured.ttft)  # the first token was in the unterminated tail
+                stats.ttft.observe(measured.ttft)  # the first token was in the unterminated tail
             if measured.tpot is not None:
-                self.stats.tpot.observe(measured.tpot)
-        self.stats.e2e[STREAMED if streamed else NOT_STREAMED].observe(now - timer.arrival)
+                stats.tpot.observe(measured.tpot)
+        stats.e2e[STREAMED if streamed else NOT_STREAMED].observe(now - timer.arrival)
+
+
+def _close_after_answer(request: web.Request) -> None:
+    """Do not keep this connection alive: the client sent something we stopped reading."""
+    request.protocol.keep_alive(False)
 
 
 def _hang_up(request: web.Request) -> None:

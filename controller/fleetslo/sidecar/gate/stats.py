@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from fleetslo.core import conventions as cv
 from fleetslo.core.histogram import INF, BucketHistogram
@@ -65,15 +65,20 @@ class Histogram:
 STREAMED, NOT_STREAMED = "true", "false"
 
 
-class GateStats:
-    """Everything the gate counts: histograms, rejections by reason, requests by outcome."""
+class ModelStats:
+    """What the gate counted for the requests of one model (the ``model_name`` label)."""
 
-    def __init__(self, slo_ttft: float | None = None, slo_tpot: float | None = None) -> None:
-        self.ttft = Histogram(buckets_with(TTFT_BUCKETS, slo_ttft))
-        self.tpot = Histogram(buckets_with(TPOT_BUCKETS, slo_tpot))
+    __slots__ = ("e2e", "inflight", "outcomes", "queued", "rejected", "tpot", "ttft")
+
+    def __init__(self, ttft_edges: Iterable[float], tpot_edges: Iterable[float]) -> None:
+        self.ttft = Histogram(ttft_edges)
+        self.tpot = Histogram(tpot_edges)
         self.e2e = {s: Histogram(E2E_BUCKETS) for s in (STREAMED, NOT_STREAMED)}
         self.rejected: Counter[str] = Counter()
         self.outcomes: Counter[str] = Counter()
+        #: Requests of this model in flight upstream, and waiting in the gate's queue, now.
+        self.inflight = 0
+        self.queued = 0
 
     def totals(self, at: float) -> WindowDelta:
         """The running totals now, under vLLM's histogram names (for ``GateWindows``)."""
@@ -81,12 +86,48 @@ class GateStats:
         return WindowDelta(at, {cv.Histogram.TTFT.value: ttft, cv.Histogram.TPOT.value: tpot})
 
 
+class GateStats:
+    """Everything the gate counts, per model: histograms, rejections by reason, requests by outcome.
+
+    A model's entry is made by its first request; the proxy names only models the engine serves
+    (``paths.ModelNames``), so the number of entries stays bounded whatever clients send.
+    """
+
+    def __init__(self, slo_ttft: float | None = None, slo_tpot: float | None = None) -> None:
+        self.ttft_edges = buckets_with(TTFT_BUCKETS, slo_ttft)
+        self.tpot_edges = buckets_with(TPOT_BUCKETS, slo_tpot)
+        self.models: dict[str, ModelStats] = {}
+
+    def model(self, name: str) -> ModelStats:
+        stats = self.models.get(name)
+        if stats is None:
+            stats = self.models[name] = ModelStats(self.ttft_edges, self.tpot_edges)
+        return stats
+
+    def empty(self) -> ModelStats:
+        """Zeroed stats not kept anywhere (a served model before its first request)."""
+        return ModelStats(self.ttft_edges, self.tpot_edges)
+
+    @property
+    def rejected(self) -> Counter[str]:
+        """Rejections by reason, all models together (a copy)."""
+        return sum((m.rejected for m in self.models.values()), Counter())
+
+    @property
+    def outcomes(self) -> Counter[str]:
+        """Requests by outcome, all models together (a copy)."""
+        return sum((m.outcomes for m in self.models.values()), Counter())
+
+    def totals(self, at: float) -> dict[str, WindowDelta]:
+        return {name: m.totals(at) for name, m in self.models.items()}
+
+
 class GateWindows:
     """Windows over the gate's histograms; implements the sidecar's ``ExactLatency`` protocol."""
 
     def __init__(self, stats: GateStats, ring_size: int) -> None:
         self.stats = stats
-        self.ring: SnapshotRing[WindowDelta] = SnapshotRing(ring_size)
+        self.ring: SnapshotRing[Mapping[str, WindowDelta]] = SnapshotRing(ring_size)
 
     def snapshot(self, at: float) -> None:
         """Record the totals at ``at`` (the sidecar calls this at each of its scrapes)."""
@@ -94,10 +135,12 @@ class GateWindows:
         if newest is None or at >= newest[0]:
             self.ring.append(at, self.stats.totals(at))
 
-    def delta(self, window: float, tolerance: float) -> WindowDelta | None:
-        """What the gate measured over the last ``window`` seconds; ``None`` without history."""
+    def delta(self, window: float, tolerance: float, model: str) -> WindowDelta | None:
+        """What the gate measured for ``model`` over the last ``window`` seconds; ``None`` without
+        history. A model first seen inside the window counts from zero at the window's start."""
         newest = self.ring.newest()
         start = self.ring.start_of(window, tolerance)
-        if newest is None or start is None:
+        if newest is None or start is None or model not in newest[1]:
             return None
-        return between(newest[1], start[1])
+        now = newest[1][model]
+        return between(now, start[1].get(model, WindowDelta(start[0])))

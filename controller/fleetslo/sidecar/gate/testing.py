@@ -23,6 +23,9 @@ from typing import Any
 from aiohttp import web
 
 CREATED = 1_700_000_000
+#: vLLM endpoints that run the model without streaming tokens back (answered by ``_work``).
+ENGINE_PATHS = ("/v1/responses", "/invocations", "/pooling", "/v1/embeddings", "/classify", "/score",
+                "/v1/score", "/rerank", "/v1/rerank", "/v2/rerank", "/v1/audio/transcriptions")  # fmt: skip
 
 
 def default_text(i: int) -> str:
@@ -42,6 +45,8 @@ class FakeOpenAIUpstream:
         #: Hang up on this many requests without answering (a keep-alive connection closing).
         self.drop_next = 0
         self.text: Callable[[int], str] = default_text
+        #: Tokens merged into one event, as vLLM does under load (its output steps coalesce).
+        self.per_event = 1
         self.requests = 0
         self.inflight = 0
         self.max_inflight = 0
@@ -62,6 +67,8 @@ class FakeOpenAIUpstream:
         app.router.add_post("/v1/completions", self._generate)
         app.router.add_post("/v1/chat/completions", self._generate)
         app.router.add_get("/v1/models", self._models)
+        for path in ENGINE_PATHS:
+            app.router.add_post(path, self._work)
         app.router.add_route("*", "/{tail:.*}", self._echo)
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
         await self._runner.setup()
@@ -76,6 +83,23 @@ class FakeOpenAIUpstream:
 
     async def _models(self, _: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": "fake", "object": "model"}]})
+
+    async def _work(self, request: web.Request) -> web.Response:
+        """An engine endpoint that is not a token stream: busy for ``first_token_delay``."""
+        raw = await request.read()
+        self.requests += 1
+        self.bodies.append(raw)
+        self.inflight += 1
+        self.max_inflight = max(self.max_inflight, self.inflight)
+        try:
+            await asyncio.sleep(self.first_token_delay)
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        finally:
+            self.inflight -= 1
+        self.completed += 1
+        return web.json_response({"object": "list", "data": [], "path": request.path})
 
     async def _echo(self, request: web.Request) -> web.Response:
         body = await request.read()
@@ -117,9 +141,10 @@ class FakeOpenAIUpstream:
         first = 1 if chat else 0  # chat opens with a role chunk that carries no token
         key = (raw, chat, tokens, usage)
         if key not in self._events:
-            self._events[key] = sse_events(raw, chat, tokens, usage, self.text)
+            self._events[key] = sse_events(raw, chat, tokens, usage, self.text, per_event=self.per_event)
+        steps = -(-tokens // self.per_event)
         for i, event in enumerate(self._events[key]):
-            await self._pace(i - first, tokens)
+            await self._pace(i - first, steps)
             if self.break_after is not None and i - first >= self.break_after and request.transport:
                 request.transport.abort()  # as a crashing vLLM would: no final chunk
                 return response
@@ -128,11 +153,11 @@ class FakeOpenAIUpstream:
         self.completed += 1
         return response
 
-    async def _pace(self, k: int, tokens: int) -> None:
-        """Before the event of token ``k`` (negative: before the first token; >= tokens: after)."""
+    async def _pace(self, k: int, steps: int) -> None:
+        """Before the event of step ``k`` (negative: before the first step; >= steps: after)."""
         if k == 0:
             await asyncio.sleep(self.first_token_delay)
-        elif 0 < k < tokens and self.token_delay:
+        elif 0 < k < steps and self.token_delay:
             await asyncio.sleep(self.token_delay)
 
 
@@ -141,20 +166,28 @@ def _request_id(raw: bytes) -> str:
 
 
 def sse_events(
-    raw: bytes, chat: bool, tokens: int, usage: bool, text: Callable[[int], str] = default_text
+    raw: bytes,
+    chat: bool,
+    tokens: int,
+    usage: bool,
+    text: Callable[[int], str] = default_text,
+    *,
+    per_event: int = 1,
 ) -> list[bytes]:
-    """The events of one streamed answer, vLLM-shaped: [role chunk,] tokens, finish, [usage,] DONE."""
+    """The events of one streamed answer, vLLM-shaped: [role chunk,] one per token (the last with
+    the finish reason), [usage,] DONE."""
     rid, obj = (f"chatcmpl-{_request_id(raw)}", "chat.completion.chunk") if chat else (
         f"cmpl-{_request_id(raw)}", "text_completion")  # fmt: skip
     head = {"id": rid, "object": obj, "created": CREATED, "model": "fake"}
     payloads: list[dict[str, Any]] = []
     if chat:
         payloads.append({**head, "choices": [_chat_choice({"role": "assistant", "content": ""}, None)]})
-    for i in range(tokens):
-        choice = _chat_choice({"content": text(i)}, None) if chat else _text_choice(text(i), None)
+    for i in range(0, tokens, per_event):
+        # As vLLM does, the last step's chunk carries the finish reason with its token(s).
+        finish = "length" if i + per_event >= tokens else None
+        piece = "".join(text(j) for j in range(i, min(i + per_event, tokens)))
+        choice = _chat_choice({"content": piece}, finish) if chat else _text_choice(piece, finish)
         payloads.append({**head, "choices": [choice]})
-    finish = _chat_choice({}, "length") if chat else _text_choice("", "length")
-    payloads.append({**head, "choices": [finish]})
     if usage:
         payloads.append({**head, "choices": [], "usage": _usage(tokens)})
     events = [b"data: " + json.dumps(p, separators=(",", ":")).encode() + b"\n\n" for p in payloads]

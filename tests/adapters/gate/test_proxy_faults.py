@@ -1,0 +1,117 @@
+"""The gate against hostile clients and every engine path (issue 15 defects 2, 3 and 12), on real
+loopback sockets: every path that runs the model is admitted, slow headers and bodies cannot hold
+the port, bodies held at once are bounded, a request line in absolute form is a clean 400.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import logging
+
+import pytest
+from fleetslo.sidecar.gate.testing import ENGINE_PATHS, FakeOpenAIUpstream
+
+from tests.adapters.gate.harness import MODEL, chat, running
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest.mark.parametrize("path", ENGINE_PATHS)
+async def test_every_path_that_runs_the_model_is_held_to_the_limit(path: str) -> None:
+    async with running(FakeOpenAIUpstream(first_token_delay=0.05), max_inflight=2) as rig:
+        results = await asyncio.gather(*(rig.post(path, {"model": MODEL, "input": "x"}) for _ in range(10)))
+        assert {status for status, _ in results} == {200}
+        assert rig.upstream.max_inflight == 2
+        assert rig.gate.stats.model(MODEL).outcomes["completed"] == 10
+        assert rig.gate.stats.model(MODEL).e2e["false"].count == 10
+
+
+async def test_an_absolute_form_request_line_is_a_clean_400_without_a_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with running() as rig:
+        reader, writer = await asyncio.open_connection("127.0.0.1", rig.gate.port)
+        writer.write(b"GET http://evil.example/v1/models HTTP/1.1\r\nHost: evil.example\r\n\r\n")
+        await writer.drain()
+        head = await reader.readuntil(b"\r\n\r\n")
+        writer.close()
+        assert head.startswith(b"HTTP/1.1 400 ")
+        assert rig.upstream.requests == 0
+        assert "Traceback" not in caplog.text and not [
+            r for r in caplog.records if r.levelno >= logging.ERROR
+        ]
+        assert rig.gate.stats.rejected["bad_request"] == 1
+
+
+async def test_slow_headers_are_closed_after_the_header_timeout_and_real_requests_still_pass() -> None:
+    async with running(header_timeout=0.3) as rig:
+        slow = []
+        for _ in range(50):
+            reader, writer = await asyncio.open_connection("127.0.0.1", rig.gate.port)
+            writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n")  # and never the rest
+            slow.append((reader, writer))
+        assert (await rig.post("/v1/chat/completions", chat(2)))[0] == 200  # not starved meanwhile
+        for reader, writer in slow:
+            assert await asyncio.wait_for(reader.read(), 10.0) == b""  # the gate closed it
+            writer.close()
+
+
+async def test_a_slow_body_gets_408_and_frees_its_place() -> None:
+    async with running(body_timeout=0.3, max_pending_bodies=1) as rig:
+        reader, writer = await asyncio.open_connection("127.0.0.1", rig.gate.port)
+        writer.write(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10.0)
+        assert head.startswith(b"HTTP/1.1 408 ")
+        writer.close()
+        assert rig.gate.budget.bodies == 0 and rig.gate.budget.bytes == 0
+        assert (await rig.post("/v1/chat/completions", chat(2)))[0] == 200
+        assert rig.gate.stats.model(MODEL).outcomes["invalid"] == 1
+
+
+async def test_bodies_held_at_once_are_bounded_by_count_and_by_bytes() -> None:
+    async with running(max_pending_bodies=3, max_pending_bytes="1MiB", body_timeout=30.0) as rig:
+        stalled = []
+        for _ in range(3):  # three uploads that never finish take every place
+            _, writer = await asyncio.open_connection("127.0.0.1", rig.gate.port)
+            writer.write(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{")
+            await writer.drain()
+            stalled.append(writer)
+        await _until(lambda: rig.gate.budget.bodies == 3)
+        status, body = await rig.post("/v1/chat/completions", chat(2))
+        assert status == 503 and json.loads(body)["error"]["code"] == "busy"
+        for writer in stalled:
+            writer.close()
+        await _until(lambda: rig.gate.budget.bodies == 0)
+        assert rig.gate.budget.bytes == 0
+        # Bytes: 2 MiB of body against a 1 MiB budget is refused, not buffered.
+        big = io.BytesIO(json.dumps({"model": MODEL, "prompt": "x" * (2 << 20)}).encode())
+        async with rig.client.post(rig.url + "/v1/completions", data=big) as resp:
+            assert resp.status == 503 and (await resp.json())["error"]["code"] == "busy"
+        assert rig.gate.budget.bytes == 0
+        assert (await rig.post("/v1/chat/completions", chat(2)))[0] == 200
+        assert rig.gate.stats.model(MODEL).outcomes["rejected"] >= 1
+
+
+async def _until(condition: object, within: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not condition():  # type: ignore[operator]
+        assert loop.time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.005)
+
+
+async def test_the_wait_in_the_gate_queue_is_inside_the_gate_ttft_and_rejections_are_outcomes() -> None:
+    async with running(FakeOpenAIUpstream(first_token_delay=0.3), max_inflight=1, max_queue=1) as rig:
+        first = asyncio.create_task(rig.post("/v1/chat/completions", chat(1)))
+        await _until(lambda: rig.gate.admission.inflight == 1)
+        queued = asyncio.create_task(rig.post("/v1/chat/completions", chat(1)))
+        await _until(lambda: rig.gate.admission.queued == 1)
+        assert (await rig.post("/v1/chat/completions", chat(1)))[0] == 503  # the queue is full
+        assert [s for s, _ in await asyncio.gather(first, queued)] == [200, 200]
+        stats = rig.gate.stats.model(MODEL)
+        # The queued request waited for the first one's 0.3 s, then took its own 0.3 s.
+        assert stats.ttft.count == 2 and stats.ttft.sum >= 0.3 + 0.6
+        assert stats.outcomes["rejected"] == 1 and stats.outcomes["completed"] == 2
