@@ -81,7 +81,7 @@ class Sidecar:
 def sidecar(replica_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sidecar]:
     folder = tmp_path_factory.mktemp("sidecar")
     token = folder / "token"
-    token.write_text("secret-token\n")
+    token.write_text("secret-token-for-the-real-tier\n")
     car = Sidecar(replica_url, token, folder / "sidecar.log")
     try:
         car.wait_ready()
@@ -213,7 +213,7 @@ def test_a_client_hang_up_aborts_the_request_in_vllm(sidecar: Sidecar, replica_u
 
 
 def test_drain_lets_in_flight_finish_and_turns_new_requests_away(sidecar: Sidecar) -> None:
-    auth = {"Authorization": "Bearer secret-token"}
+    auth = {"Authorization": "Bearer secret-token-for-the-real-tier"}
 
     async def scenario() -> tuple[Shot, int, int]:
         async with httpx.AsyncClient(timeout=120) as http:

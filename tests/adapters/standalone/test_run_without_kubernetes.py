@@ -108,7 +108,7 @@ def test_a_local_target_is_started_from_its_template_and_scaled_to_its_minimum(t
 def test_a_static_target_is_observed_and_never_scaled(tmp_path: Path) -> None:
     port, sidecar, admin = free_port(), free_port(), free_port()
     token = tmp_path / "token"
-    token.write_text("t0ken\n")
+    token.write_text("static-target-token-0123\n")
     endpoint = {
         "name": "st-0",
         "sidecar_url": f"http://127.0.0.1:{sidecar}",
@@ -143,6 +143,7 @@ def test_a_static_target_is_observed_and_never_scaled(tmp_path: Path) -> None:
     decided = [line for line in lines if "reason" in line and line.get("target") == "static-target"]
     assert len(decided) >= 3
     assert all(line.get("replicas_before") == 1 for line in decided), "nothing scaled a static target"
+    assert any(line.get("replicas_reporting") == 1 for line in decided), "its sidecar was read"
     assert code == 0
 
 
