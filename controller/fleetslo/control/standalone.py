@@ -28,7 +28,7 @@ from fleetslo.control.settings import ControllerSettings
 from fleetslo.control.sources.direct import DirectSource
 from fleetslo.control.static import StaticFleet
 from fleetslo.core.errors import ConfigError
-from fleetslo.core.spec import STANDALONE_KINDS, BatchActuator, FleetSLO, TargetKind
+from fleetslo.core.spec import STANDALONE_KINDS, BatchActuator, FleetSLO, StandaloneKind
 from fleetslo.policy.registry import check_options, make_policy
 
 log = logging.getLogger("fleetslo.run")
@@ -96,7 +96,7 @@ def _fleet(
     closers: list[Callable[[], None]],
 ) -> tuple[Any, str | None]:
     target = slo.spec.target
-    if target.kind is TargetKind.STATIC:
+    if target.kind is StandaloneKind.STATIC:
         fleet = StaticFleet(target.endpoints, timeout=settings.source.direct.timeout)
         closers.append(fleet.close)
         return fleet, env.gate_token
