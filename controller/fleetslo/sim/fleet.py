@@ -63,6 +63,8 @@ class FleetConfig:
         cv.Histogram.TTFT,
         cv.Histogram.ITL,
         cv.Histogram.TPOT,
+        cv.Histogram.PROMPT_LENGTH,
+        cv.Histogram.OUTPUT_LENGTH,
     )
 
 
@@ -208,6 +210,11 @@ class Fleet:
         engine = replica.engine
         assert engine is not None
         engine.submit(req, now)
+        # The request's lengths, as vLLM's request_prompt/generation_tokens histograms count them
+        # (vLLM at the finish, here at admission: over a window the same distribution).
+        metrics = engine.metrics
+        metrics.prompt_len.observe(req.input_tokens)
+        metrics.output_len.observe(req.output_tokens)
         self._track_load(replica, engine)
         if engine.run_left == 0:
             if engine.start(now):
