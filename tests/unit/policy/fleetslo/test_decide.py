@@ -206,3 +206,25 @@ def test_without_token_rates_it_sizes_by_feedback_alone_and_says_why() -> None:
     hot = obs(t, 10, 30.0, tpot=0.075, prompt_tokens_rate=None, generation_tokens_rate=None)
     decision, _ = policy.decide(hot, state, SPEC, t)
     assert decision.reason is Reason.SCALE_UP_SLO_BREACH and decision.replicas == 15
+
+
+def test_a_nan_itl_series_is_contradictory_data_not_a_breach() -> None:
+    """Issue 15 defect 7: TPOT absent, ITL NaN — it used to bypass the check and read as a breach
+    (8 -> 20 replicas, the max, on one NaN series)."""
+    policy = FleetSLOPolicy()
+    state, t = trained_state(policy)
+    o = replace(obs(t, 10, 30.0), tpot=Quantiles(), itl=Quantiles(float("nan"), float("nan"), float("nan")))
+    decision, after = policy.decide(o, state, SPEC, t)
+    assert decision.replicas == 10 and decision.reason is Reason.HOLD_CONTRADICTORY_DATA
+    assert "itl" in decision.message and after == state
+
+
+@pytest.mark.parametrize("field", ["prompt_tokens_rate", "generation_tokens_rate"])
+def test_a_nan_token_rate_holds_instead_of_raising(field: str) -> None:
+    """Issue 15 defect 8: a NaN token rate raised in ``decide`` (``math.ceil(NaN)``) every tick."""
+    policy = FleetSLOPolicy()
+    state, t = trained_state(policy)
+    for _ in range(4):
+        decision, state = policy.decide(replace(obs(t, 10, 30.0), **{field: float("nan")}), state, SPEC, t)
+        assert decision.replicas == 10 and decision.reason is Reason.HOLD_CONTRADICTORY_DATA
+        t += 15.0
