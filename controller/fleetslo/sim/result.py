@@ -81,6 +81,17 @@ def build_result(
         "sim_seconds": run.end,
         "wall_seconds": run.wall_seconds,
         "windows": windows,
+        "decisions": [
+            {
+                "t_s": d.t,
+                "replicas": d.replicas,
+                "ready": d.ready,
+                "starting": d.starting,
+                "predicted_ttft_s": d.predicted_ttft_s,
+                "predicted_tpot_s": d.predicted_tpot_s,
+            }
+            for d in run.decisions
+        ],
         "events": [
             {
                 "t_s": e.t,

@@ -58,6 +58,10 @@ class FleetSLOConfig:
     trend_window_s: float = 300.0
     #: Share of the fitted trend extrapolated over the horizon (1 = all of it).
     trend_damping: float = 1.0
+    #: The trend extrapolated is the fitted slope less this many standard errors: one-minute
+    #: rates of real traffic swing ±20 %, and a slope fitted to that noise, extrapolated over a
+    #: cold start, buys replicas for a ramp that is not there.
+    trend_confidence: float = 2.0
     #: Cap on how far the trend may extrapolate: at most this multiple of the current rate.
     max_forecast_growth: float = 1.5
     #: Weight of each window in the smoothed request mix: a one-minute window of a real trace
@@ -84,6 +88,7 @@ class FleetSLOConfig:
             ("stale_after_s", self.stale_after_s > 0, "> 0"),
             ("trend_window_s", self.trend_window_s > 0, "> 0"),
             ("trend_damping", self.trend_damping >= 0, ">= 0"),
+            ("trend_confidence", self.trend_confidence >= 0, ">= 0"),
             ("max_forecast_growth", self.max_forecast_growth >= 1, ">= 1"),
             ("mix_smoothing", 0 < self.mix_smoothing <= 1, "in (0, 1]"),
             ("learning_rate", 0 < self.learning_rate <= 1, "in (0, 1]"),

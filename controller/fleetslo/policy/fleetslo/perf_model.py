@@ -14,31 +14,27 @@ land during its life, a Poisson number of them (rate ``λ``, sizes moment-matche
 short outputs that catch one long prefill make the p90, so it is computed over the output-length
 points, not from the mean.
 
-**TTFT.** Queue wait plus own prefill. Prefill is served first come first served, one prompt after
-another, each taking ``s(P)`` plus the steps it spans: an M/G/1 queue per replica with
-Pollaczek–Khinchine mean wait ``λ·E[S²]/(2(1 − ρ))`` and the usual exponential tail beyond the
-probability ``ρ`` of waiting at all; the p90 of wait + own service is solved over the prompt points.
+**TTFT.** The rest of the step in progress (half a mean step), queue wait, own prefill. Prefill
+is served first come first served, one prompt after another, each taking ``s(P)`` plus the steps
+it spans: an M/G/1 queue per replica with Pollaczek–Khinchine mean wait ``λ·E[S²]/(2(1 − ρ))``
+and the usual exponential tail beyond the probability ``ρ`` of waiting at all; the p90 of wait +
+own service is solved over the prompt points.
 
 **The batch limit** caps the decode batch at ``L``: the replica then serves at most
 ``L/(D̄·τ_L)`` requests/s with ``τ_L = c0 + L·(c_seq + c_kv·C̄ + E[s]/D̄)``; above that the queue
 grows (TTFT unbounded) while TPOT stays at what ``L`` decoders give.
 
-**Learned online** (``PerformanceModel``): a ``speed`` multiplying every step cost, fitted so the
-predicted p90 TPOT matches the observed one at the observed load per replica (a Newton step in
-log space per window: d ln TPOT / d ln speed = 1/(1 − w)), and a ``ttft_bias`` on the predicted
-p90 TTFT (routing, bucket interpolation, what M/G/1 leaves out). Both start at 1 from the engine
-profile's coefficients when one is named, from ``physics.CONSERVATIVE_PRIOR`` otherwise.
+What is learned online from the fleet lives in ``learning.PerformanceModel``.
 
-Pure: values in, values out; ``to_dict``/``from_dict`` make the learned state persistable.
+Pure: values in, values out.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any
 
 from fleetslo.policy.fleetslo.mix import RequestMix
 from fleetslo.policy.fleetslo.physics import StepCost
@@ -46,11 +42,6 @@ from fleetslo.policy.fleetslo.physics import StepCost
 INF = math.inf
 _NORMAL = NormalDist()
 _BISECTIONS = 24
-#: Learned factors stay within these bounds: beyond them the physics, not a factor, is wrong.
-_SPEED_BOUNDS = (0.2, 5.0)
-_BIAS_BOUNDS = (0.4, 3.0)
-#: One window moves ln(speed) by at most this much (a burst must not rewrite the engine).
-_MAX_STEP = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +63,20 @@ class Prediction:
         return self.ttft_p90 <= ttft and self.tpot_p90 <= tpot
 
 
-def predict(cost: StepCost, rate: float, mix: RequestMix, limit: int | None, q: float = 0.9) -> Prediction:
-    """p90 TTFT and TPOT of one replica offered ``rate`` requests/s of ``mix`` under batch ``limit``."""
+def predict(
+    cost: StepCost,
+    rate: float,
+    mix: RequestMix,
+    limit: int | None,
+    q: float = 0.9,
+    *,
+    interference: float = 1.0,
+) -> Prediction:
+    """p90 TTFT and TPOT of one replica offered ``rate`` requests/s of ``mix`` under batch ``limit``.
+
+    ``interference`` scales the rate of prefills a decoding request sees beyond the mean-field
+    Poisson rate (1): routing imbalance, chunk boundaries; learned, not assumed.
+    """
     rate = max(rate, 1e-9)
     per_token = cost.per_seq_s + cost.per_kv_token_s * mix.decode_context()
     chunks = [math.ceil(p / cost.max_batched_tokens) for p in mix.prompt]
@@ -92,13 +95,19 @@ def predict(cost: StepCost, rate: float, mix: RequestMix, limit: int | None, q: 
         tau = cost.overhead_s + cap * (per_token + s_mean / out)
         served = cap / (out * tau)
         tau_d = cost.overhead_s + cap * per_token
-        tpot = _tpot_quantile(q, tau=tau, tau_d=tau_d, rate=served, s_mean=s_mean, s2=s2, outputs=mix.output)
+        tpot = _tpot_quantile(
+            q, tau=tau, tau_d=tau_d, rate=served * interference, s_mean=s_mean, s2=s2, outputs=mix.output
+        )
         return Prediction(INF, tpot, w, cap, True, served)
     tau = cost.overhead_s / (1 - w)
     tau_d = cost.overhead_s + n * per_token
-    tpot = _tpot_quantile(q, tau=tau, tau_d=tau_d, rate=rate, s_mean=s_mean, s2=s2, outputs=mix.output)
+    tpot = _tpot_quantile(
+        q, tau=tau, tau_d=tau_d, rate=rate * interference, s_mean=s_mean, s2=s2, outputs=mix.output
+    )
     service = [s + tau_d * c for s, c in zip(prefill, chunks, strict=True)]
-    return Prediction(_ttft_quantile(q, rate, service), tpot, w, n, False, rate)
+    # An arrival first waits for the step in progress to end: half a mean step on average.
+    ttft = _ttft_quantile(q, rate, service) + tau / 2
+    return Prediction(ttft, tpot, w, n, False, rate)
 
 
 def _tpot_quantile(
@@ -161,70 +170,3 @@ def _ttft_quantile(q: float, rate: float, service: Sequence[float]) -> float:
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if above(mid) > 1 - q else (lo, mid)
     return hi
-
-
-@dataclass(frozen=True, slots=True)
-class PerformanceModel:
-    """The prior step costs and what the fleet taught about them (see the module docstring)."""
-
-    prior: StepCost
-    speed: float = 1.0
-    ttft_bias: float = 1.0
-    #: Windows learned from so far: the first ones move the factors fastest.
-    windows: int = 0
-
-    @property
-    def cost(self) -> StepCost:
-        return self.prior.scaled(self.speed)
-
-    def predict(self, rate: float, mix: RequestMix, limit: int | None, q: float = 0.9) -> Prediction:
-        raw = predict(self.cost, rate, mix, limit, q)
-        return replace(raw, ttft_p90=raw.ttft_p90 * self.ttft_bias)
-
-    def learn(
-        self,
-        rate: float,
-        mix: RequestMix,
-        limit: int | None,
-        observed_ttft: float | None,
-        observed_tpot: float | None,
-        *,
-        q: float = 0.9,
-        min_weight: float = 0.1,
-    ) -> PerformanceModel:
-        """Fit ``speed`` and ``ttft_bias`` a step towards what one clean window observed at ``rate``."""
-        weight = max(min_weight, 1.0 / (self.windows + 1))
-        speed, bias = self.speed, self.ttft_bias
-        raw = predict(self.cost, rate, mix, limit, q)
-        if observed_tpot and observed_tpot > 0 and 0 < raw.tpot_p90 < INF and not raw.limited:
-            step = (1 - min(raw.utilization, 0.95)) * math.log(observed_tpot / raw.tpot_p90)
-            step = max(-_MAX_STEP, min(_MAX_STEP, step))
-            speed = _bounded(math.exp(math.log(speed) + weight * step), _SPEED_BOUNDS)
-            raw = predict(self.prior.scaled(speed), rate, mix, limit, q)
-        if observed_ttft and observed_ttft > 0 and 0 < raw.ttft_p90 < INF:
-            sample = math.log(observed_ttft / raw.ttft_p90)
-            bias = _bounded(math.exp((1 - weight) * math.log(bias) + weight * sample), _BIAS_BOUNDS)
-        return replace(self, speed=speed, ttft_bias=bias, windows=self.windows + 1)
-
-    def describe(self) -> str:
-        learned = f"learned speed x{self.speed:.2f}, TTFT x{self.ttft_bias:.2f}"
-        return f"step costs from {self.prior.source}, {learned} over {self.windows} windows"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "prior": self.prior.to_dict(), "speed": self.speed, "ttft_bias": self.ttft_bias,
-            "windows": self.windows,
-        }  # fmt: skip
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> PerformanceModel:
-        return cls(
-            StepCost.from_dict(data["prior"]),
-            _bounded(float(data.get("speed", 1.0)), _SPEED_BOUNDS),
-            _bounded(float(data.get("ttft_bias", 1.0)), _BIAS_BOUNDS),
-            int(data.get("windows", 0)),
-        )
-
-
-def _bounded(value: float, bounds: tuple[float, float]) -> float:
-    return min(bounds[1], max(bounds[0], value))

@@ -32,7 +32,8 @@ from fleetslo.core.model import Decision, Observation, Reason
 from fleetslo.core.spec import BatchActuator, FleetSLOSpec
 from fleetslo.policy.fleetslo import signals
 from fleetslo.policy.fleetslo.config import FleetSLOConfig
-from fleetslo.policy.fleetslo.perf_model import PerformanceModel, Prediction
+from fleetslo.policy.fleetslo.learning import PerformanceModel
+from fleetslo.policy.fleetslo.perf_model import Prediction
 from fleetslo.policy.fleetslo.physics import CONSERVATIVE_PRIOR
 from fleetslo.policy.fleetslo.sizing import Sizing
 from fleetslo.policy.fleetslo.state import FleetSLOState
@@ -98,24 +99,28 @@ class FleetSLOPolicy:
     def _learn(self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, now: float) -> FleetSLOState:
         cfg = self.config
         first_seen = now if state.first_seen is None else state.first_seen
-        arrival = signals.arrival_rate(obs, state.last_waiting, now)
+        arrival = signals.arrival_rate(obs, state.last_outstanding, now)
         forecast = state.forecast
-        if arrival is not None and now - first_seen >= obs.window:
-            # A window that began before the first data under-counts: keep it out of the trend.
-            forecast = forecast.update(now, arrival, max(cfg.trend_window_s, cfg.scale_down_memory_s))
         window_mix = signals.request_mix(obs)
         mix = state.mix if window_mix is None else window_mix if state.mix is None else state.mix.blend(
             window_mix, cfg.mix_smoothing
         )  # fmt: skip
+        if arrival is not None and mix is not None and now - first_seen >= obs.window:
+            # The trend is of tokens arriving, not requests: a mix drifting to longer prompts is
+            # load growing as surely as more requests are. A window that began before the first
+            # data under-counts: it stays out of the trend.
+            tokens = arrival * (window_mix or mix).tokens_per_request
+            forecast = forecast.update(now, tokens, max(cfg.trend_window_s, cfg.scale_down_memory_s))
+        held = signals.outstanding(obs)
         state = replace(
             state,
             first_seen=first_seen,
             forecast=forecast,
             mix=mix,
-            service_time=signals.service_time(obs, state.service_time),
-            last_waiting=(now, obs.waiting) if obs.waiting is not None else state.last_waiting,
+            last_outstanding=state.last_outstanding if held is None else (now, held),
         )
         if mix is not None and self._clean(obs, state, spec):
+            state = replace(state, service_time=signals.service_time(obs, state.service_time))
             rate = (obs.request_rate or 0.0) / obs.replicas_reporting
             model = state.model.learn(
                 rate, mix, obs.batch_limit, obs.ttft.p90, signals.tpot_p90(obs),
@@ -141,35 +146,51 @@ class FleetSLOPolicy:
         current = obs.replicas.provisioned
         if self._warming_up(state, obs):
             return self._feedback_plan(obs, spec, "first window filling")
-        arrival = signals.arrival_rate(obs, state.last_waiting, obs.at)
-        if state.mix is None or arrival is None or state.service_time is None:
+        arrival = signals.arrival_rate(obs, state.last_outstanding, obs.at)
+        service_time = state.service_time or signals.service_time(obs, None)
+        if state.mix is None or arrival is None or service_time is None:
             return self._feedback_plan(obs, spec, "no request mix (token rates) to size by yet")
         horizon = spec.replicas.cold_start + cfg.interval
-        expected = state.forecast.ahead(
-            horizon, arrival, obs.at - cfg.trend_window_s, cfg.trend_damping, cfg.max_forecast_growth
-        )
-        # Once requests queue, the running ones as the rate that keeps them there (Little's law)
-        # plus the backlog spread over ``backlog_drain_s``: a spike shows here within seconds, long
-        # before it fills a one-minute rate. The backlog is a one-off amount to drain, not a rate.
+        per_request = state.mix.tokens_per_request
+        ahead = state.forecast.ahead(
+            horizon, arrival * per_request, obs.at - cfg.trend_window_s, damping=cfg.trend_damping,
+            max_growth=cfg.max_forecast_growth, confidence=cfg.trend_confidence,
+        )  # fmt: skip
+        expected = max(arrival, ahead / per_request)
+        # The backlog — requests in the fleet beyond what the arrival rate keeps there (Little's
+        # law, with the service time of clean windows) — spread over ``backlog_drain_s``: a
+        # one-off amount to drain, not a rate; sizing it as one buys a fleet for a queue that is
+        # gone by the time the replicas are ready.
         queueing = (obs.waiting or 0.0) > _QUEUE_SHARE * (obs.running or 0.0)
         drain_s = max(cfg.backlog_drain_s, cfg.interval)
-        instant = (obs.running or 0.0) / state.service_time + (obs.waiting or 0.0) / drain_s
-        instant = instant * signals.reporting_scale(obs) if queueing else 0.0
+        held = (signals.outstanding(obs) or 0.0) * signals.reporting_scale(obs)
+        instant = arrival + max(0.0, held - arrival * service_time) / drain_s
         load = max(expected, instant)
         need, prediction = self._cheapest(load * (1 + cfg.headroom), state, spec)
         need = max(need, self._kv_floor(obs, arrival, load))
+        prediction_for = need
         if need < current:
             # Shrinking is sized for the busiest arrival rate of the last few minutes and a dead
             # band below the scale-up size: one quiet minute between two busy ones must not shed a
             # replica that the next minute asks back.
-            peak = max(load, state.forecast.peak(obs.at - cfg.scale_down_memory_s) or 0.0)
+            peak = max(load, (state.forecast.peak(obs.at - cfg.scale_down_memory_s) or 0.0) / per_request)
             need, prediction = self._cheapest(peak * (1 + cfg.headroom) / (1 - cfg.hysteresis), state, spec)
             need = min(current, max(need, self._kv_floor(obs, arrival, peak)))
+            prediction_for = need
             if need > current * (1 - cfg.min_scale_down):
                 need = current
-        small = need <= math.ceil(current * (1 + cfg.hysteresis))
-        if current < need and small and not queueing and self._just_shrank(state, obs.at):
-            need = current  # right after shedding, a forecast a notch higher is noise
+        if (
+            current < need
+            and not queueing
+            and self._just_shrank(state, obs.at)
+            and self._meets(load / current, state, spec)
+        ):
+            # Right after shedding, hold while today's fleet still meets both targets at the
+            # forecast load (the headroom is what this dead band spends): a forecast a notch
+            # higher is noise, not a reason to ask back what was just given away.
+            need = current
+        if need != prediction_for:
+            prediction = self._at(load * (1 + cfg.headroom) / max(need, 1), state, spec)
         tokens = state.mix.tokens_per_request
         sizing = Sizing(need, current, arrival, expected, instant, prediction, tokens)
         reason, message = sizing.why()
@@ -179,16 +200,22 @@ class FleetSLOPolicy:
 
     def _cheapest(self, load: float, state: FleetSLOState, spec: FleetSLOSpec) -> tuple[int, Prediction]:
         """The fewest replicas whose predicted p90s meet both targets at ``load``, and the prediction."""
-        assert state.mix is not None
-        mix, model, limit = state.mix, state.model, spec.batch_limit.max
-        q = spec.objectives.tpot.quantile
-        ttft, tpot = spec.objectives.ttft.threshold, spec.objectives.tpot.threshold
 
         def at(n: int) -> Prediction:
-            return model.predict(load / n, mix, limit, q)
+            return self._at(load / n, state, spec)
 
         # Searched past the maximum, so the clamp (with its own reason) is what caps the answer.
-        return _smallest(lambda n: at(n).meets(ttft, tpot), at, 2 * max(spec.replicas.max, 1))
+        return _smallest(lambda n: self._meets(load / n, state, spec), at, 2 * max(spec.replicas.max, 1))
+
+    @staticmethod
+    def _at(rate: float, state: FleetSLOState, spec: FleetSLOSpec) -> Prediction:
+        """The model's p90s for one replica at ``rate`` requests/s, the batch limit at its maximum."""
+        assert state.mix is not None
+        return state.model.predict(rate, state.mix, spec.batch_limit.max, spec.objectives.tpot.quantile)
+
+    def _meets(self, rate: float, state: FleetSLOState, spec: FleetSLOSpec) -> bool:
+        objectives = spec.objectives
+        return self._at(rate, state, spec).meets(objectives.ttft.threshold, objectives.tpot.threshold)
 
     def _kv_floor(self, obs: Observation, arrival: float, load: float) -> int:
         """Replicas keeping each one's KV cache under ``kv_usage_limit`` at ``load`` (KV ∝ load)."""
@@ -198,6 +225,7 @@ class FleetSLOPolicy:
         return max(1, math.ceil(obs.replicas.ready * usage * load / arrival / self.config.kv_usage_limit))
 
     def _just_shrank(self, state: FleetSLOState, now: float) -> bool:
+        """A scale-down happened within the scale-down stabilization window."""
         window = self.config.behavior.scale_down.stabilization_s
         return any(change < 0 and t > now - window for t, change in state.chain.events)
 
@@ -258,7 +286,7 @@ class FleetSLOPolicy:
         self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, replicas: int, limit: int | None
     ) -> Prediction | None:
         """The p90s the model expects at today's arrival rate on ``replicas`` (the next window's)."""
-        arrival = signals.arrival_rate(obs, state.last_waiting, obs.at)
+        arrival = signals.arrival_rate(obs, state.last_outstanding, obs.at)
         if state.mix is None or not arrival or replicas <= 0:
             return None
         return state.model.predict(
@@ -276,7 +304,7 @@ class FleetSLOPolicy:
         """
         if spec.batch_limit.actuator == BatchActuator.NONE or self._warming_up(state, obs):
             return None
-        arrival = signals.arrival_rate(obs, state.last_waiting, obs.at)
+        arrival = signals.arrival_rate(obs, state.last_outstanding, obs.at)
         top, bottom = spec.batch_limit.max, spec.batch_limit.min
         ready = obs.replicas.ready
         if state.mix is None or not arrival or ready <= 0 or obs.replicas.starting == 0:

@@ -57,14 +57,24 @@ def contradiction(obs: Observation) -> str | None:
     return None
 
 
-def arrival_rate(obs: Observation, last_waiting: tuple[float, float] | None, now: float) -> float | None:
-    """Completions per second plus the growth of the queue: what arrives, not just what is served."""
+def outstanding(obs: Observation) -> float | None:
+    """Requests in the fleet: running plus waiting (``None`` when neither gauge is known)."""
+    if obs.running is None and obs.waiting is None:
+        return None
+    return (obs.running or 0.0) + (obs.waiting or 0.0)
+
+
+def arrival_rate(obs: Observation, last: tuple[float, float] | None, now: float) -> float | None:
+    """Completions per second plus the growth of the requests in the fleet (conservation: what
+    arrives is what finishes plus what stays), so a step shows before it fills the completion
+    rate; a shrinking backlog counts too, never below zero."""
     if obs.request_rate is None:
         return None
+    current = outstanding(obs)
     growth = 0.0
-    if last_waiting is not None and obs.waiting is not None and now > last_waiting[0]:
-        growth = max(0.0, (obs.waiting - last_waiting[1]) / (now - last_waiting[0]))
-    return obs.request_rate + growth
+    if last is not None and current is not None and now > last[0]:
+        growth = (current - last[1]) / (now - last[0])
+    return max(0.0, obs.request_rate + growth)
 
 
 def service_time(obs: Observation, previous: float | None) -> float | None:

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fleetslo.policy.fleetslo.forecast import RateForecast
+from fleetslo.policy.fleetslo.learning import PerformanceModel
 from fleetslo.policy.fleetslo.mix import RequestMix
-from fleetslo.policy.fleetslo.perf_model import PerformanceModel
 from fleetslo.policy.stages import ChainState
 
 #: Bumped when the shape of ``learned()`` changes; ``resume`` ignores other versions.
@@ -28,10 +28,12 @@ class FleetSLOState:
     #: The request mix (prompt and output length distributions), smoothed over windows.
     mix: RequestMix | None = None
     forecast: RateForecast = field(default_factory=RateForecast)
-    #: Seconds a request spends in the running batch (Little's law: running / completion rate).
+    #: Seconds a request spends in the running batch (Little's law: running / completion rate),
+    #: from clean windows only: under overload it balloons, and sizing by it would buy a fleet
+    #: for a batch that is slow, not large.
     service_time: float | None = None
-    #: (time, fleet waiting) at the previous decision: its growth is arrival rate not yet served.
-    last_waiting: tuple[float, float] | None = None
+    #: (time, requests in the fleet) at the previous decision: their growth is arrivals not yet served.
+    last_outstanding: tuple[float, float] | None = None
     chain: ChainState = field(default_factory=ChainState)
     #: When the policy first saw data: until one window has passed, windowed rates are partial.
     first_seen: float | None = None

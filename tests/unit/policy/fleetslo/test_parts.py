@@ -10,8 +10,9 @@ from fleetslo.core.model import Reason
 from fleetslo.policy.fleetslo import FleetSLOPolicy
 from fleetslo.policy.fleetslo.config import FleetSLOConfig
 from fleetslo.policy.fleetslo.forecast import RateForecast
+from fleetslo.policy.fleetslo.learning import PerformanceModel
 from fleetslo.policy.fleetslo.mix import RequestMix, measured
-from fleetslo.policy.fleetslo.perf_model import PerformanceModel, predict
+from fleetslo.policy.fleetslo.perf_model import predict
 from fleetslo.policy.fleetslo.physics import CONSERVATIVE_PRIOR, StepCost
 from fleetslo.policy.stages import cooldown
 
@@ -88,7 +89,7 @@ def test_the_mix_reads_length_histograms_and_keeps_the_exact_mean() -> None:
 
 
 def test_the_learned_state_round_trips_as_a_plain_dict() -> None:
-    model = PerformanceModel(MI325X, speed=1.3, ttft_bias=0.8, windows=12)
+    model = PerformanceModel(MI325X, ln_speed=0.26, ln_interference=-0.1, ln_ttft_bias=-0.2, windows=12)
     assert PerformanceModel.from_dict(model.to_dict()) == model
     assert RequestMix.from_dict(CHAT.to_dict()) == CHAT
     policy = FleetSLOPolicy(FleetSLOConfig(step_cost=MI325X))
