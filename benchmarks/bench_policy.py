@@ -46,7 +46,7 @@ STABILIZATION_S = 300.0
 #: its default (0.8 x max_num_seqs) never scales up.
 HPA_RUNNING_TARGETS = (10, 20, 30, 45, 60)
 #: Headrooms of the no-foresight sweep, cheapest first; it stops at the first meeting the goal.
-FRONTIER_HEADROOMS = tuple(round(0.1 * k, 1) for k in range(21))
+FRONTIER_HEADROOMS = tuple(round(0.2 * k, 1) for k in range(11))
 #: A prediction is "within" when both p90s are within this share of what the next window saw.
 PREDICTION_BAND = 0.2
 SETTLE_BAND = 0.15
@@ -102,37 +102,47 @@ def standing_limit_windows(result: dict[str, Any], engine_max: int) -> int:
 
 
 def prediction_errors(result: dict[str, Any]) -> dict[str, Any] | None:
-    """Relative errors of the steady-state decisions' predicted p90s against the next window."""
+    """Relative errors of the steady-state decisions' predicted p90s against what the following
+    window showed: the controller's own observation one window later (what it can check itself,
+    bucket-interpolated) and the judge's exact p90s of that window."""
     windows = {w["start_s"]: w for w in result["windows"]}
-    ttft, tpot, both = [], [], []
-    for d in result.get("decisions", []):
-        if d["predicted_ttft_s"] is None or d["predicted_tpot_s"] is None or d["starting"] or d["t_s"] < 300:
+    decisions = {d["t_s"]: d for d in result.get("decisions", [])}
+    seen: list[tuple[float, float]] = []
+    exact: list[tuple[float, float]] = []
+    for d in decisions.values():
+        if d["predicted_ttft_s"] is None or d["predicted_tpot_s"] is None or d["t_s"] < 300:
             continue
-        start = math.ceil(d["t_s"] / 60.0) * 60.0
-        w = windows.get(start)
-        if w is None or w["starting_replicas"] or not w["p90_ttft_s"] or not w["p90_tpot_s"]:
+        later = decisions.get(d["t_s"] + 60.0)
+        if later is None or d["starting"] or later["starting"]:
             continue
-        if not d["ready"] == d["replicas"] == w["ready_replicas"]:
+        if not d["ready"] == d["replicas"] == later["ready"] == later["replicas"]:
             continue  # the fleet changed: the next window is not the one predicted
-        e_ttft = abs(d["predicted_ttft_s"] - w["p90_ttft_s"]) / w["p90_ttft_s"]
-        e_tpot = abs(d["predicted_tpot_s"] - w["p90_tpot_s"]) / w["p90_tpot_s"]
-        ttft.append(e_ttft)
-        tpot.append(e_tpot)
-        both.append(max(e_ttft, e_tpot) <= PREDICTION_BAND)
-    if not both:
+        if later["observed_ttft_s"] and later["observed_tpot_s"]:
+            seen.append(_errors(d, later["observed_ttft_s"], later["observed_tpot_s"]))
+        w = windows.get(math.ceil(d["t_s"] / 60.0) * 60.0)
+        if w is not None and w["p90_ttft_s"] and w["p90_tpot_s"]:
+            exact.append(_errors(d, w["p90_ttft_s"], w["p90_tpot_s"]))
+    if not seen:
         return None
+    return {"decisions": len(seen), **_shares(seen), "exact": _shares(exact) if exact else None}
 
-    def quartiles(values: list[float]) -> list[float]:
+
+def _errors(d: dict[str, Any], ttft: float, tpot: float) -> tuple[float, float]:
+    return abs(d["predicted_ttft_s"] - ttft) / ttft, abs(d["predicted_tpot_s"] - tpot) / tpot
+
+
+def _shares(errors: list[tuple[float, float]]) -> dict[str, Any]:
+    def quantiles(values: list[float]) -> list[float]:
         ordered = sorted(values)
         return [round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3) for q in (0.5, 0.8, 0.95)]
 
+    n = len(errors)
     return {
-        "decisions": len(both),
-        "within": sum(both) / len(both),
-        "ttft_within": sum(e <= PREDICTION_BAND for e in ttft) / len(ttft),
-        "tpot_within": sum(e <= PREDICTION_BAND for e in tpot) / len(tpot),
-        "ttft_error_p50_p80_p95": quartiles(ttft),
-        "tpot_error_p50_p80_p95": quartiles(tpot),
+        "within": sum(max(e) <= PREDICTION_BAND for e in errors) / n,
+        "ttft_within": sum(e[0] <= PREDICTION_BAND for e in errors) / n,
+        "tpot_within": sum(e[1] <= PREDICTION_BAND for e in errors) / n,
+        "ttft_error_p50_p80_p95": quantiles([e[0] for e in errors]),
+        "tpot_error_p50_p80_p95": quantiles([e[1] for e in errors]),
     }
 
 

@@ -89,6 +89,8 @@ def build_result(
                 "starting": d.starting,
                 "predicted_ttft_s": d.predicted_ttft_s,
                 "predicted_tpot_s": d.predicted_tpot_s,
+                "observed_ttft_s": d.observed_ttft_s,
+                "observed_tpot_s": d.observed_tpot_s,
             }
             for d in run.decisions
         ],

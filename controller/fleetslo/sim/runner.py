@@ -86,6 +86,9 @@ class DecisionSample:
     starting: int
     predicted_ttft_s: float | None
     predicted_tpot_s: float | None
+    #: The p90s the decision's observation showed (bucket-interpolated, over the last window).
+    observed_ttft_s: float | None
+    observed_tpot_s: float | None
 
 
 @dataclass(slots=True)
@@ -219,6 +222,7 @@ class _Loop:
             DecisionSample(
                 now, decision.replicas, counts.ready, counts.starting,
                 decision.predicted_ttft_p90, decision.predicted_tpot_p90,
+                obs.ttft.p90, obs.tpot.p90 if obs.tpot.p90 is not None else obs.itl.p90,
             )
         )  # fmt: skip
         self._apply(decision, now)

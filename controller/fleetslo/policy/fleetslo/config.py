@@ -67,8 +67,10 @@ class FleetSLOConfig:
     #: Weight of each window in the smoothed request mix: a one-minute window of a real trace
     #: swings ±30 % in tokens per request.
     mix_smoothing: float = 0.1
-    #: The learned model moves at least this share towards each clean window.
-    learning_rate: float = 0.1
+    #: The TTFT bias moves this share towards each clean window (the step-cost parameters have
+    #: their own, uncertainty-weighted gain). TTFT follows the minute's mix closely: on the
+    #: Azure conversation trace 0.3 put 85 % of the next windows' p90s within 20 %, 0.03 72 %.
+    learning_rate: float = 0.3
     #: KV cache use per replica the sizing stays under (KV tokens grow with the load per replica;
     #: past a full cache vLLM preempts and recomputes, which the step model does not describe).
     kv_usage_limit: float = 0.9

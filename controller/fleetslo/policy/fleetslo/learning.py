@@ -39,7 +39,7 @@ _PRIOR_SD_PROFILE, _PRIOR_SD_CONSERVATIVE, _PRIOR_SD_INTERFERENCE = 0.25, 1.0, 0
 #: Noise of one window's ln(p90 TPOT) (sampling, bucket interpolation) and the random walk of
 #: the parameters per window (lets them follow a drifting engine or mix).
 _MEASUREMENT_VAR = 0.12**2
-_DRIFT_VAR = 1e-4
+_DRIFT_VAR = 4e-4
 #: A window further than this from the prediction (ln units) is clipped: a burst or a fault must
 #: not rewrite the engine in one step.
 _MAX_INNOVATION = 0.5

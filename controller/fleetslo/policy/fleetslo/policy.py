@@ -42,8 +42,10 @@ from fleetslo.policy.stages import Step, run_chain
 #: The instant load overrides the forecast only once requests queue: waiting above this share of
 #: the running ones (below it, ``running`` alone is scrape-to-scrape noise, not a spike).
 _QUEUE_SHARE = 0.1
-#: A window teaches the model only while the batch limit is clearly not what set its latencies.
+#: A window teaches the model only while the batch limit is clearly not what set its latencies,
+#: and while the fleet is near a steady state: arrivals within this share of completions.
 _LIMIT_ROOM = 0.9
+_STATIONARY = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +121,7 @@ class FleetSLOPolicy:
             mix=mix,
             last_outstanding=state.last_outstanding if held is None else (now, held),
         )
-        if mix is not None and self._clean(obs, state, spec):
+        if mix is not None and self._clean(obs, state, spec, arrival):
             state = replace(state, service_time=signals.service_time(obs, state.service_time))
             rate = (obs.request_rate or 0.0) / obs.replicas_reporting
             model = state.model.learn(
@@ -129,12 +131,16 @@ class FleetSLOPolicy:
             state = replace(state, model=model)
         return state
 
-    def _clean(self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec) -> bool:
+    def _clean(
+        self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, arrival: float | None
+    ) -> bool:
         """Whether this window shows the engine as the model describes it: whole, settled, unlimited."""
         if self._warming_up(state, obs) or not obs.request_rate or obs.replicas.draining:
             return False
         if obs.replicas_reporting != obs.replicas.ready or (obs.preemption_rate or 0.0) > 0:
             return False  # partial picture, or KV recompute the step model leaves out
+        if arrival is None or abs(arrival - obs.request_rate) > _STATIONARY * obs.request_rate:
+            return False  # requests pile up or drain: a transient, not the steady state the model is
         running = signals.running_per_replica(obs)
         limit = obs.batch_limit or spec.batch_limit.max
         return running is not None and running < _LIMIT_ROOM * limit
