@@ -181,8 +181,9 @@ def test_a_trim_smaller_than_min_scale_down_is_not_made() -> None:
     assert exact < 30  # the fleet was too big and shrank
     for share in (0.1, 0.3):
         coarse = settled(share)
-        # It stops where one more trim would free less than ``share`` of the fleet.
-        assert exact <= coarse < 30 and (coarse == exact or coarse - exact < share * coarse + 1)
+        # It stops where one more trim would free less than ``share`` of the fleet (a bigger
+        # trim may also land a little lower: it is the step size that is bounded below).
+        assert coarse < 30 and abs(coarse - exact) < share * max(coarse, exact) + 1
 
 
 def test_a_breach_within_the_breach_band_adds_no_replica_and_one_beyond_it_does() -> None:
