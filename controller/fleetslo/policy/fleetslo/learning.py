@@ -30,7 +30,7 @@ from fleetslo.policy.fleetslo.perf_model import INF, Prediction, predict
 from fleetslo.policy.fleetslo.physics import CONSERVATIVE_PRIOR, StepCost
 
 #: ln-space bounds of the learned factors: beyond them the physics, not a factor, is wrong.
-_LN_SPEED = (math.log(0.2), math.log(5.0))
+_LN_SPEED = (math.log(0.02), math.log(5.0))
 _LN_INTERFERENCE = (math.log(0.3), math.log(4.0))
 _LN_BIAS = (math.log(0.4), math.log(3.0))
 #: Prior standard deviations (ln units): an engine profile's costs are trusted to ~±25 %, the
@@ -115,6 +115,10 @@ class PerformanceModel:
 
         a, b = self.ln_speed, self.ln_interference
         base = f(a, b)
+        if not math.isfinite(base):
+            # The model calls this load saturated while the fleet serves it with a finite TPOT:
+            # the engine is faster than the prior says. Halve the costs until the load is not.
+            return replace(self, ln_speed=_bounded(a - math.log(2), _LN_SPEED))
         ja, jb = (f(a + _DELTA, b) - base) / _DELTA, (f(a, b + _DELTA) - base) / _DELTA
         if not all(math.isfinite(v) for v in (base, ja, jb)):
             return self  # saturated or limited: this window says nothing about the free engine

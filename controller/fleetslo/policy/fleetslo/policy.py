@@ -45,6 +45,8 @@ _QUEUE_SHARE = 0.1
 #: A window teaches the model only while the batch limit is clearly not what set its latencies,
 #: and while the fleet is near a steady state: arrivals within this share of completions.
 _LIMIT_ROOM = 0.9
+#: Requests/s of a replica that is as good as idle (the model's floor: one request's latencies).
+_IDLE_RATE = 1e-3
 _STATIONARY = 0.1
 
 
@@ -156,6 +158,12 @@ class FleetSLOPolicy:
         service_time = state.service_time or signals.service_time(obs, None)
         if state.mix is None or arrival is None or service_time is None:
             return self._feedback_plan(obs, spec, "no request mix (token rates) to size by yet")
+        if not self._meets(_IDLE_RATE, state, spec):
+            # Not even an idle replica meets the targets by the model: the model (a prior far
+            # from this engine) or the targets are wrong, and sizing by it would buy the maximum.
+            return self._feedback_plan(
+                obs, spec, f"model cannot meet the targets at any size [{state.model.describe()}]"
+            )
         horizon = spec.replicas.cold_start + cfg.interval
         per_request = state.mix.tokens_per_request
         ahead = state.forecast.ahead(
