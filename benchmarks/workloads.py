@@ -158,7 +158,7 @@ WORKLOADS: tuple[Workload, ...] = (
         step_at_s=600.0,
     ),
     Workload(
-        "x3 ramp over 20 min (azure-conv x6)",
+        "x3 ramp over 20 min (azure-conv x1 -> x3)",
         lambda: ramp(_trace(CONV), 600.0, 1200.0, 3.0),
         "step",
         step_at_s=600.0,
