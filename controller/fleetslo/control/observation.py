@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from fleetslo.core import conventions as cv
+from fleetslo.core.histogram import BucketHistogram
 from fleetslo.core.metrics.window import SnapshotRing, WindowDelta, combine, window_delta
 from fleetslo.core.model import EngineSnapshot, Observation, ReplicaCounts
 from fleetslo.core.spec import FleetSLOSpec
@@ -95,7 +96,14 @@ def build_observation(
         waiting=_gauge_sum(current, cv.Gauge.WAITING),
         kv_cache_usage=_gauge_mean(current, cv.Gauge.KV_CACHE_USAGE),
         gpu_utilization=sum(busy) / len(busy) if busy else None,
+        prompt_lengths=_observed(fleet.histograms.get(cv.Histogram.PROMPT_LENGTH)),
+        output_lengths=_observed(fleet.histograms.get(cv.Histogram.OUTPUT_LENGTH)),
     )
+
+
+def _observed(h: BucketHistogram | None) -> BucketHistogram | None:
+    """A histogram with observations in the window, else ``None`` (nothing measured, not zero)."""
+    return h if h is not None and h.count > 0 else None
 
 
 def _parts(histories: Sequence[SnapshotRing[S]], window: float, slack: float) -> list[_Part[S]]:

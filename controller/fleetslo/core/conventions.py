@@ -59,6 +59,9 @@ class Histogram(StrEnum):
     PREFILL = "request_prefill_time_seconds"
     DECODE = "request_decode_time_seconds"
     INFERENCE = "request_inference_time_seconds"
+    #: Request lengths in tokens (not latencies): the request mix the capacity model predicts for.
+    PROMPT_LENGTH = "request_prompt_tokens"
+    OUTPUT_LENGTH = "request_generation_tokens"
 
 
 #: The extra label that splits a family into sub-series we keep apart (``None``: none).

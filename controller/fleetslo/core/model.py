@@ -137,6 +137,9 @@ class Observation:
     waiting: float | None = None
     kv_cache_usage: float | None = None
     gpu_utilization: float | None = None
+    #: Prompt and output lengths (tokens) of the window's requests: the request mix's distribution.
+    prompt_lengths: BucketHistogram | None = None
+    output_lengths: BucketHistogram | None = None
 
 
 class Reason(StrEnum):

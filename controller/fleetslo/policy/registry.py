@@ -10,8 +10,8 @@ a ``ConfigError`` (a typo must not pass silently).
 * ``max_num_seqs``, ``target_fraction`` — ``hpa-running`` (target = fraction × max_num_seqs, by default
   0.8 × the spec's ``batch_limit.max``);
 * ``waiting_threshold`` — ``keda-waiting`` (default 5);
-* every field of ``FleetSLOConfig`` but ``behavior`` — ``fleetslo`` (``headroom``, ``tpot_margin``,
-  ``hysteresis``, ``scale_down_band``, ``min_scale_down``, …;
+* every field of ``FleetSLOConfig`` but ``behavior`` — ``fleetslo`` (``headroom``, ``step_cost``,
+  ``hysteresis``, ``min_scale_down``, ``learning_rate``, …;
   see ``fleetslo/policy/fleetslo/config.py``);
 * ``schedule`` — ``oracle``, required: the offline schedule ``fleetslo.policy.oracle.OraclePolicy``
   replays (that class belongs to the simulator's oracle and is imported only when asked for).

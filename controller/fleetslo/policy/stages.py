@@ -10,13 +10,21 @@ by one piece of code, and each stage is tested alone. Pure: time comes in as ``n
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Literal, NamedTuple
 
 from fleetslo.core.model import Reason
 
-#: (replica count, why, a sentence for people)
-Step = tuple[int, Reason, str]
+
+class Step(NamedTuple):
+    """A replica count after a stage, why (``Reason.STEADY`` when the stage let it through), and a
+    sentence for people."""
+
+    replicas: int
+    reason: Reason
+    message: str
+
 
 DEFAULT_TOLERANCE = 0.1
 
@@ -63,18 +71,14 @@ def stabilize(
     up = min([desired, *(n for t, n in recommendations if t > up_cutoff)])
     down = max([desired, *(n for t, n in recommendations if t > down_cutoff)])
     value = min(max(current, up), down)
-    step: Step = (value, Reason.STEADY, "")
+    step = Step(value, Reason.STEADY, "")
     if value > desired:
-        step = (
-            value,
-            Reason.STABILIZED,
-            f"scale-down stabilized at {value} (highest recommendation in window)",
+        step = Step(
+            value, Reason.STABILIZED, f"scale-down stabilized at {value} (highest recommendation in window)"
         )
     elif value < desired:
-        step = (
-            value,
-            Reason.UP_STABILIZED,
-            f"scale-up stabilized at {value} (lowest recommendation in window)",
+        step = Step(
+            value, Reason.UP_STABILIZED, f"scale-up stabilized at {value} (lowest recommendation in window)"
         )
     oldest = min(up_cutoff, down_cutoff)
     kept = (*((t, n) for t, n in recommendations if t > oldest), (now, desired))
@@ -91,12 +95,12 @@ def rate_limit(
     if desired > current:
         limit = max(current, _up_limit(current, events, behavior.scale_up, now))
         if desired > limit:
-            return limit, Reason.RATE_LIMITED, f"scale-up rate limited to {limit} (wanted {desired})"
+            return Step(limit, Reason.RATE_LIMITED, f"scale-up rate limited to {limit} (wanted {desired})")
     elif desired < current:
         limit = min(current, _down_limit(current, events, behavior.scale_down, now))
         if desired < limit:
-            return limit, Reason.RATE_LIMITED, f"scale-down rate limited to {limit} (wanted {desired})"
-    return desired, Reason.STEADY, ""
+            return Step(limit, Reason.RATE_LIMITED, f"scale-down rate limited to {limit} (wanted {desired})")
+    return Step(desired, Reason.STEADY, "")
 
 
 def _period_start(current: int, events: tuple[tuple[float, int], ...], period_s: float, now: float) -> int:
@@ -136,10 +140,10 @@ def _down_limit(current: int, events: tuple[tuple[float, int], ...], rules: Scal
 
 def clamp(desired: int, low: int, high: int) -> Step:
     if desired > high:
-        return high, Reason.CLAMPED_MAX, f"capped at max replicas {high} (wanted {desired})"
+        return Step(high, Reason.CLAMPED_MAX, f"capped at max replicas {high} (wanted {desired})")
     if desired < low:
-        return low, Reason.CLAMPED_MIN, f"raised to min replicas {low} (wanted {desired})"
-    return desired, Reason.STEADY, ""
+        return Step(low, Reason.CLAMPED_MIN, f"raised to min replicas {low} (wanted {desired})")
+    return Step(desired, Reason.STEADY, "")
 
 
 # --- cool down ------------------------------------------------------------------------------
@@ -152,6 +156,96 @@ def cooldown(desired: int, current: int, last_change_at: float | None, cooldown_
     change would act on data that does not yet show the change's effect.
     """
     if desired >= current or last_change_at is None or now - last_change_at >= cooldown_s:
-        return desired, Reason.STEADY, ""
+        return Step(desired, Reason.STEADY, "")
     left = cooldown_s - (now - last_change_at)
-    return current, Reason.COOLDOWN, f"scale-down to {desired} waits {left:.0f}s more (cooldown)"
+    return Step(current, Reason.COOLDOWN, f"scale-down to {desired} waits {left:.0f}s more (cooldown)")
+
+
+# --- the chain ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ChainState:
+    """What the chain remembers between decisions: past recommendations, its own scale events
+    (time, replicas added (> 0) or removed (< 0)) and when the count last changed."""
+
+    recommendations: tuple[tuple[float, int], ...] = ()
+    events: tuple[tuple[float, int], ...] = ()
+    last_change_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    current: int
+    state: ChainState
+    behavior: Behavior
+    bounds: tuple[int, int]
+    cooldown_s: float
+    now: float
+
+
+Stage = Callable[[int, _Context], tuple[Step, tuple[tuple[float, int], ...] | None]]
+
+
+def _stabilize_stage(desired: int, c: _Context) -> tuple[Step, tuple[tuple[float, int], ...] | None]:
+    return stabilize(desired, c.current, c.state.recommendations, c.behavior, c.now)
+
+
+def _rate_limit_stage(desired: int, c: _Context) -> tuple[Step, tuple[tuple[float, int], ...] | None]:
+    return rate_limit(desired, c.current, c.state.events, c.behavior, c.now), None
+
+
+def _clamp_stage(desired: int, c: _Context) -> tuple[Step, tuple[tuple[float, int], ...] | None]:
+    return clamp(desired, *c.bounds), None
+
+
+def _cooldown_stage(desired: int, c: _Context) -> tuple[Step, tuple[tuple[float, int], ...] | None]:
+    return cooldown(desired, c.current, c.state.last_change_at, c.cooldown_s, c.now), None
+
+
+#: The one limit chain every replica policy runs, in this order (the HPA's: ``horizontal.go``
+#: stabilizes, then rate-limits, then clamps; the cooldown, 0 s for the HPA-driven baselines, last).
+CHAIN: tuple[tuple[str, Stage], ...] = (
+    ("stabilize", _stabilize_stage),
+    ("rate_limit", _rate_limit_stage),
+    ("clamp", _clamp_stage),
+    ("cooldown", _cooldown_stage),
+)
+
+
+def run_chain(
+    recommendation: Step | tuple[int, Reason, str],
+    current: int,
+    state: ChainState,
+    behavior: Behavior,
+    *,
+    bounds: tuple[int, int],
+    now: float,
+    cooldown_s: float = 0.0,
+    keep_events_s: float = 0.0,
+) -> tuple[Step, ChainState]:
+    """Run a recommendation through ``CHAIN``; record the scale event if the count changes.
+
+    The result's reason is that of the last stage that changed the value (the recommendation's own
+    if none did), and its message strings together every stage that had something to say. Events
+    are kept for the longest rate-limit period, or ``keep_events_s`` if longer.
+    """
+    context = _Context(current, state, behavior, bounds, cooldown_s, now)
+    value, reason, messages = recommendation[0], recommendation[1], [recommendation[2]]
+    history = state.recommendations
+    for _, stage in CHAIN:
+        step, recorded = stage(value, context)
+        if recorded is not None:
+            history = recorded
+        value = step.replicas
+        if step.reason is not Reason.STEADY:
+            reason = step.reason
+        messages.append(step.message)
+    longest = max(
+        (p.period_s for p in (*behavior.scale_up.policies, *behavior.scale_down.policies)), default=0.0
+    )
+    events = tuple((t, c) for t, c in state.events if t > now - max(longest, keep_events_s))
+    after = replace(state, recommendations=history, events=events)
+    if value != current:
+        after = replace(after, events=(*events, (now, value - current)), last_change_at=now)
+    return Step(value, reason, "; ".join(m for m in messages if m)), after

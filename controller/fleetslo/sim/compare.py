@@ -17,6 +17,7 @@ from rich.table import Table
 
 from fleetslo.core.errors import ConfigError
 from fleetslo.policy.base import Policy
+from fleetslo.policy.fleetslo.physics import StepCost
 from fleetslo.policy.registry import POLICIES, make_policy
 from fleetslo.sim import oracle
 from fleetslo.sim.profile import EngineProfile
@@ -54,7 +55,7 @@ class SimulateOptions:
 
 
 def parse_policy_options(pairs: Sequence[str]) -> tuple[tuple[str, Any], ...]:
-    """``["headroom=0.2", "model_points=60"]`` into (key, number or text) pairs."""
+    """``["headroom=0.2", "trend_window_s=60"]`` into (key, number or text) pairs."""
     parsed: list[tuple[str, Any]] = []
     for pair in pairs:
         key, sep, text = pair.partition("=")
@@ -155,8 +156,26 @@ def make_named_policy(name: str, scenario: Scenario, options: SimulateOptions) -
         **{
             "replicas": options.replicas if options.replicas is not None else scenario.initial_replicas,
             "max_num_seqs": scenario.profile.max_num_seqs,
+            # The simulated FleetSLO names its engine profile: fleetslo's model starts from it.
+            "step_cost": step_cost(scenario.profile),
             **dict(options.policy_options),
         },
+    )
+
+
+def step_cost(profile: EngineProfile) -> StepCost:
+    """An engine profile's step-time coefficients as the policy's ``StepCost`` (the policy layer
+    never imports the simulator's profile type)."""
+    st = profile.step_time
+    return StepCost(
+        overhead_s=st.overhead_s,
+        per_seq_s=st.per_seq_s,
+        per_prefill_token_s=st.per_prefill_token_s,
+        per_kv_token_s=st.per_kv_token_s,
+        per_attention_token2_s=st.per_attention_token2_s,
+        max_num_seqs=profile.max_num_seqs,
+        max_batched_tokens=profile.max_num_batched_tokens,
+        source=f"engine profile {profile.name}",
     )
 
 

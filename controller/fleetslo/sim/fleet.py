@@ -29,7 +29,10 @@ from fleetslo.sim.records import SimRequest
 from fleetslo.sim.vllm_metrics import EngineMetrics
 
 #: Histograms every engine records; the others only when a scrape keeps them.
-_ALWAYS_RECORDED = frozenset({cv.Histogram.TTFT, cv.Histogram.ITL, cv.Histogram.TPOT})
+#: Histograms recorded whatever the engine's ``request_histograms``: the latency ones by the engine,
+#: the request lengths by the fleet itself at admission.
+_ALWAYS_RECORDED = frozenset({cv.Histogram.TTFT, cv.Histogram.ITL, cv.Histogram.TPOT,
+                              cv.Histogram.PROMPT_LENGTH, cv.Histogram.OUTPUT_LENGTH})  # fmt: skip
 
 
 class Phase(StrEnum):
@@ -66,6 +69,8 @@ class FleetConfig:
         cv.Histogram.TTFT,
         cv.Histogram.ITL,
         cv.Histogram.TPOT,
+        cv.Histogram.PROMPT_LENGTH,
+        cv.Histogram.OUTPUT_LENGTH,
     )
 
 
@@ -216,6 +221,11 @@ class Fleet:
         engine = replica.engine
         assert engine is not None
         engine.submit(req, now)
+        # The request's lengths, as vLLM's request_prompt/generation_tokens histograms count them
+        # (vLLM at the finish, here at admission: over a window the same distribution).
+        metrics = engine.metrics
+        metrics.prompt_len.observe(req.input_tokens)
+        metrics.output_len.observe(req.output_tokens)
         self._track_load(replica, engine)
         if engine.run_left == 0:
             if engine.start(now):

@@ -50,6 +50,24 @@ class WindowResult:
 
 
 @dataclass(frozen=True, slots=True)
+class DecisionRecord:
+    """One decision and the p90s the policy predicted behind it, beside what its observation showed
+    (bucket-interpolated, over the last window): the raw material of the model-quality report."""
+
+    t_s: float
+    replicas: int
+    ready: int
+    starting: int
+    predicted_ttft_s: float | None
+    predicted_tpot_s: float | None
+    observed_ttft_s: float | None
+    observed_tpot_s: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass(frozen=True, slots=True)
 class ScaleEventRecord:
     """A scaling action as the result reports it (``t_s``: simulated seconds since the start)."""
 
@@ -125,7 +143,9 @@ class SimResult:
     sim_seconds: float
     wall_seconds: float
     windows: tuple[WindowResult, ...]
-    events: tuple[ScaleEventRecord, ...]
+    #: The decisions with the p90s predicted behind them (empty where none were recorded).
+    decisions: tuple[DecisionRecord, ...] = ()
+    events: tuple[ScaleEventRecord, ...] = ()
     # The run's settings, when the caller ran a scenario (``fleetslo.sim.scenario``).
     initial_replicas: int | None = None
     cold_start_s: float | None = None
@@ -147,7 +167,7 @@ class SimResult:
             value = getattr(self, f.name)
             if f.name == "slo":
                 out["slo"] = self.slo.to_dict()
-            elif f.name in ("windows", "events", "baselines_tried"):
+            elif f.name in ("windows", "decisions", "events", "baselines_tried"):
                 if value is not None:
                     out[f.name] = [item.to_dict() for item in value]
             elif f.name == "stop":

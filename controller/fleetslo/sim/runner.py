@@ -76,6 +76,21 @@ class ScaleEvent:
     message: str
 
 
+@dataclass(frozen=True, slots=True)
+class DecisionSample:
+    """One decision and the p90s the policy predicted behind it (for the model-quality report)."""
+
+    t: float
+    replicas: int
+    ready: int
+    starting: int
+    predicted_ttft_s: float | None
+    predicted_tpot_s: float | None
+    #: The p90s the decision's observation showed (bucket-interpolated, over the last window).
+    observed_ttft_s: float | None
+    observed_tpot_s: float | None
+
+
 @dataclass(slots=True)
 class Run:
     """What happened: every request's timestamps, the fleet over time, the scaling actions."""
@@ -83,6 +98,7 @@ class Run:
     requests: list[SimRequest]
     samples: list[FleetSample] = field(default_factory=list)
     events: list[ScaleEvent] = field(default_factory=list)
+    decisions: list[DecisionSample] = field(default_factory=list)
     end: float = 0.0
     replica_seconds: float = 0.0
     rejected: int = 0
@@ -201,6 +217,14 @@ class _Loop:
             slack=config.scrape_interval_s / 2,
         )
         decision, self.state = self.policy.decide(obs, self.state, self.spec, now)
+        counts = obs.replicas
+        self.run_record.decisions.append(
+            DecisionSample(
+                now, decision.replicas, counts.ready, counts.starting,
+                decision.predicted_ttft_p90, decision.predicted_tpot_p90,
+                obs.ttft.p90, obs.tpot.p90 if obs.tpot.p90 is not None else obs.itl.p90,
+            )
+        )  # fmt: skip
         self._apply(decision, now)
 
     def _apply(self, decision: Decision, now: float) -> None:

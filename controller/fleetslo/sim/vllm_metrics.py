@@ -50,6 +50,11 @@ DEFAULT_BUCKETS: Mapping[str, tuple[float, ...]] = {
     "request_latency": REQUEST_LATENCY_BUCKETS,
 }
 
+#: vLLM's ``request_tokens`` layout up to a 128k context: the 1-2-5 series.
+LENGTH_BUCKETS: tuple[float, ...] = tuple(
+    float(m * 10**e) for e in range(6) for m in (1, 2, 5) if m * 10**e <= 131_072
+)
+
 ENGINE = "0"  # one engine core per replica: the ``engine`` label vLLM gives data-parallel rank 0
 
 
@@ -116,8 +121,9 @@ class EngineMetrics:
     """Everything one replica's ``/metrics`` page would show, kept cumulatively."""
 
     __slots__ = (
-        "decode", "e2e", "generation_tokens", "inference", "itl", "kv_usage", "model_name", "preemptions",
-        "prefill", "prompt_tokens", "queue", "running", "success", "tpot", "ttft", "waiting",
+        "decode", "e2e", "generation_tokens", "inference", "itl", "kv_usage", "model_name", "output_len",
+        "preemptions", "prefill", "prompt_len", "prompt_tokens", "queue", "running", "success", "tpot",
+        "ttft", "waiting",
     )  # fmt: skip
 
     def __init__(self, model_name: str, buckets: Mapping[str, Sequence[float]] | None = None) -> None:
@@ -138,6 +144,8 @@ class EngineMetrics:
         self.e2e, self.queue = make(cv.Histogram.E2E), make(cv.Histogram.QUEUE)
         self.prefill, self.decode = make(cv.Histogram.PREFILL), make(cv.Histogram.DECODE)
         self.inference = make(cv.Histogram.INFERENCE)
+        # vLLM's request_prompt_tokens / request_generation_tokens (1-2-5 token buckets).
+        self.prompt_len, self.output_len = Hist(LENGTH_BUCKETS), Hist(LENGTH_BUCKETS)
         self.prompt_tokens = 0
         self.generation_tokens = 0
         self.preemptions = 0
@@ -170,7 +178,11 @@ class EngineMetrics:
             cv.Counter.PREEMPTIONS: {key: float(self.preemptions)},
             cv.Counter.REQUEST_SUCCESS: {(ENGINE, "stop"): float(self.success)},
         }
-        everything = self.histograms()
+        everything = {
+            **self.histograms(),
+            cv.Histogram.PROMPT_LENGTH: self.prompt_len,
+            cv.Histogram.OUTPUT_LENGTH: self.output_len,
+        }
         names = everything if histograms is None else histograms
         families = {name: {ENGINE: everything[name].cumulative()} for name in names}
         return EngineSnapshot(self.model_name, gauges, counters, families)

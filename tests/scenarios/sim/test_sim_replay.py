@@ -21,6 +21,7 @@ RESULT_KEYS = {
     "policy", "trace", "profile", "slo", "requests", "completed", "rejected", "in_flight_at_end",
     "window_attainment", "request_attainment", "p90_ttft_s", "p90_tpot_s", "replica_hours", "gpu_hours",
     "cost_per_million_tokens", "scale_events", "sim_seconds", "wall_seconds", "windows", "events",
+    "decisions",
 }  # fmt: skip
 WINDOW_KEYS = {
     "start_s", "requests", "arrival_rate", "p90_ttft_s", "p90_tpot_s", "met", "ready_replicas",

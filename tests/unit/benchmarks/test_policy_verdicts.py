@@ -11,27 +11,34 @@ from benchmarks.bench_policy import flaps, verdicts
 
 def row(policy: str, attainment: float, hours: float, kind: str = "smooth", **kw: Any) -> dict[str, Any]:
     base = {"case": "t", "kind": kind, "policy": policy, "attainment": attainment, "replica_hours": hours,
-            "flaps": 0, "recovered_s": None}  # fmt: skip
+            "flaps": 0, "recovered_s": None, "standing_limit_windows": 0}  # fmt: skip
     return base | kw
 
 
 def test_smooth_verdict_against_the_oracle_and_the_no_foresight_frontier() -> None:
     frontier = {"headroom": 0.8, "attainment": 1.0, "replica_hours": 36.0}
-    lines = verdicts([row("fleetslo", 1.0, 39.6), row("oracle", 1.0, 24.0, frontier=frontier)])
-    assert "t: attainment 1.000 (goal 0.990), replica-hours 1.65x oracle (goal <= 1.15): NOT MET" in lines
-    assert "t: reacting alone costs 1.50x oracle (no-foresight frontier, +80% headroom); " \
-        "fleetslo is at 1.10x that" in lines  # fmt: skip
-    assert "t: fleetslo flaps 0 (goal 0)" in lines
+    lines = verdicts([row("fleetslo", 1.0, 39.6, frontier=frontier), row("oracle", 1.0, 24.0)])
+    assert "t: attainment 1.000 >= 0.990: MET" in lines
+    assert "t: replica-h 1.65x oracle <= 1.15: NOT MET" in lines
+    assert "t: replica-h 1.10x frontier (+80%) <= 1.10: MET" in lines
+    assert "t: flaps 0: MET" in lines and "t: standing-limit windows 0: MET" in lines
 
 
-def test_bursty_verdict_names_the_baselines_that_dominate() -> None:
+def test_a_step_verdict_judges_the_recovery_and_the_settling() -> None:
+    lines = verdicts([row("fleetslo", 0.9, 50.0, "step", recovered_s=420.0, settle_s=1200.0),
+                      row("oracle", 1.0, 40.0, "step")])  # fmt: skip
+    assert "t: met again 420s after the step <= 600: MET" in lines
+    assert "t: within 15% of the oracle's size 1200.0s after the step <= 900: NOT MET" in lines
+    assert not any("x oracle <= 1.15" in line for line in lines)  # a step is judged on the frontier
+
+
+def test_the_verdict_names_the_baselines_that_dominate() -> None:
     lines = verdicts([row("fleetslo", 0.9, 50.0, "bursty"), row("hpa-util", 0.95, 49.0, "bursty"),
-                      row("llmd-slo", 0.95, 60.0, "bursty")])  # fmt: skip
-    assert "t: dominated by ['hpa-util']" in lines
-    with_oracle = verdicts([row("fleetslo", 1.0, 50.0, "bursty"), row("oracle", 1.0, 40.0, "bursty")])
-    assert "t: attainment 1.000 (oracle 1.000), replica-hours 1.25x oracle" in with_oracle
-    tuned = verdicts([row("fleetslo", 0.9, 50.0, "bursty"), row("hpa-running@20", 0.9, 50.0, "bursty")])
-    assert "t: dominated by ['hpa-running@20']" in tuned
+                      row("llmd-slo", 0.95, 60.0, "bursty"), row("oracle", 1.0, 40.0, "bursty")])  # fmt: skip
+    assert "t: dominated by ['hpa-util']: NOT MET" in lines
+    tuned = verdicts([row("fleetslo", 0.9, 50.0, "bursty"), row("hpa-running@20", 0.9, 50.0, "bursty"),
+                      row("oracle", 1.0, 40.0, "bursty")])  # fmt: skip
+    assert "t: dominated by ['hpa-running@20']: NOT MET" in tuned
 
 
 def test_a_flap_is_a_scale_down_asked_back_within_the_stabilization_window() -> None:

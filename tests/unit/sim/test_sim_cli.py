@@ -104,8 +104,8 @@ def test_policy_options_reach_the_policy(trace_file: Path, capsys: pytest.Captur
         assert main([*args, "--rate-scale", "3", *options]) == EXIT_OK
         return float(json.loads(capsys.readouterr().out)["replica_hours"])
 
-    lean = hours("--policy-option", "headroom=0", "--policy-option", "tpot_margin=1")
-    ample = hours("--policy-option", "headroom=0.5", "--policy-option", "max_extrapolation=3")
+    lean = hours("--policy-option", "headroom=0", "--policy-option", "hysteresis=0")
+    ample = hours("--policy-option", "headroom=0.9", "--policy-option", "hysteresis=0")
     assert ample > lean
 
 

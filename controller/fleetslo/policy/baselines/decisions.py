@@ -22,4 +22,4 @@ def decision(step: Step, obs: Observation, policy: str) -> Decision:
 
 def hold(obs: Observation, reason: Reason, message: str, policy: str) -> Decision:
     """Keep the current count: the answer to missing or unusable data (never a scale-down)."""
-    return decision((current_replicas(obs), reason, message), obs, policy)
+    return decision(Step(current_replicas(obs), reason, message), obs, policy)

@@ -7,7 +7,8 @@ and the HPA layer of ``llmd-slo``), following research/autoscalers.md §2.5 and 
 1. recommend — ``per_pod_recommendation`` (Resource / Pods metrics: ``ceil(ready × metric/target)``,
    starting pods counted at 0 % on scale-up) or ``external_recommendation`` (External AverageValue, as
    KEDA creates: ``ceil(total/target)``); no change while the ratio is within the tolerance (±0.1);
-The limit stages (2–4) live in ``fleetslo.policy.stages``, shared with the ``fleetslo`` policy:
+The limit stages (2–4) and the one chain that runs them (``run_chain``, its order as data in
+``CHAIN``) live in ``fleetslo.policy.stages``, shared with the ``fleetslo`` policy:
 
 2. ``stabilize`` — the current count bounded below by the *min* recommendation of the scale-up window
    and above by the *max* recommendation of the scale-down window (default 0 s / 300 s);
@@ -21,17 +22,18 @@ Each stage returns ``(value, reason, message)``. Nothing here reads a clock or a
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
 
 from fleetslo.core.model import Reason
 from fleetslo.policy.stages import (
     DEFAULT_TOLERANCE,
     Behavior,
+    ChainState,
     RatePolicy,
     ScalingRules,
     Step,
     clamp,
     rate_limit,
+    run_chain,
     stabilize,
 )
 
@@ -42,13 +44,8 @@ __all__ = [
 ]  # fmt: skip
 
 
-@dataclass(frozen=True, slots=True)
-class HpaState:
-    """What the HPA controller remembers between syncs: past recommendations and its own scale events."""
-
-    recommendations: tuple[tuple[float, int], ...] = ()
-    #: (time, replicas added (> 0) or removed (< 0))
-    events: tuple[tuple[float, int], ...] = ()
+#: What the HPA controller remembers between syncs: the shared chain's state.
+HpaState = ChainState
 
 
 # --- 1. recommend -----------------------------------------------------------------------------
@@ -69,57 +66,25 @@ def per_pod_recommendation(
     ratio = average / target
     shown = f"{average:.3g} per pod vs target {target:.3g}"
     if within_tolerance(ratio, tolerance):
-        return ready + starting, Reason.WITHIN_TOLERANCE, f"{shown}: within tolerance"
+        return Step(ready + starting, Reason.WITHIN_TOLERANCE, f"{shown}: within tolerance")
     if ratio < 1.0:
         desired = math.ceil(ratio * ready)
-        return desired, Reason.METRIC_BELOW_TARGET, f"{shown}: {desired} replicas"
+        return Step(desired, Reason.METRIC_BELOW_TARGET, f"{shown}: {desired} replicas")
     if starting:
         ratio = average * ready / (ready + starting) / target
         if ratio <= 1.0 + tolerance:
-            return ready + starting, Reason.HOLD_REPLICAS_STARTING, f"{shown}: {starting} starting cover it"
+            return Step(
+                ready + starting, Reason.HOLD_REPLICAS_STARTING, f"{shown}: {starting} starting cover it"
+            )
     desired = math.ceil(ratio * (ready + starting))
-    return desired, Reason.METRIC_ABOVE_TARGET, f"{shown}: {desired} replicas"
+    return Step(desired, Reason.METRIC_ABOVE_TARGET, f"{shown}: {desired} replicas")
 
 
 def external_recommendation(total: float, target_per_pod: float, current: int, tolerance: float) -> Step:
     """An External metric with an AverageValue target (``GetExternalPerPodMetricReplicas``)."""
     shown = f"{total:.3g} total vs {target_per_pod:.3g} per pod × {current}"
     if current > 0 and within_tolerance(total / (target_per_pod * current), tolerance):
-        return current, Reason.WITHIN_TOLERANCE, f"{shown}: within tolerance"
+        return Step(current, Reason.WITHIN_TOLERANCE, f"{shown}: within tolerance")
     desired = math.ceil(total / target_per_pod)
     reason = Reason.METRIC_ABOVE_TARGET if desired > current else Reason.METRIC_BELOW_TARGET
-    return desired, reason, f"{shown}: {desired} replicas"
-
-
-# --- the chain --------------------------------------------------------------------------------
-
-
-def run_chain(
-    recommendation: Step,
-    current: int,
-    state: HpaState,
-    behavior: Behavior,
-    *,
-    bounds: tuple[int, int],
-    now: float,
-) -> tuple[Step, HpaState]:
-    """Stabilize → rate limit → clamp a recommendation; record the scale event if the count changes.
-
-    The result's reason is that of the last stage that changed the value (the recommendation's own
-    if none did), and its message strings together every stage that had something to say.
-    """
-    stabilized, history = stabilize(recommendation[0], current, state.recommendations, behavior, now)
-    limited = rate_limit(stabilized[0], current, state.events, behavior, now)
-    clamped = clamp(limited[0], *bounds)
-    value, reason = clamped[0], recommendation[1]
-    for stage in (stabilized, limited, clamped):
-        if stage[1] is not Reason.STEADY:
-            reason = stage[1]
-    message = "; ".join(part for part in (recommendation[2], stabilized[2], limited[2], clamped[2]) if part)
-    longest = max(
-        (p.period_s for p in (*behavior.scale_up.policies, *behavior.scale_down.policies)), default=0.0
-    )
-    events = tuple((t, c) for t, c in state.events if t > now - longest)
-    if value != current:
-        events += ((now, value - current),)
-    return (value, reason, message), replace(state, recommendations=history, events=events)
+    return Step(desired, reason, f"{shown}: {desired} replicas")

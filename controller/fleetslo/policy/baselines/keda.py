@@ -23,7 +23,7 @@ from fleetslo.core.errors import ConfigError
 from fleetslo.core.model import Decision, Observation, Reason
 from fleetslo.core.spec import FleetSLOSpec
 from fleetslo.policy.baselines.decisions import current_replicas, decision, hold
-from fleetslo.policy.baselines.hpa import Behavior, HpaState, external_recommendation, run_chain
+from fleetslo.policy.baselines.hpa import Behavior, HpaState, Step, external_recommendation, run_chain
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,12 +78,12 @@ class KedaWaitingPolicy:
         if current == 0:
             if active:
                 return decision(
-                    (1, Reason.SCALE_UP_QUEUE, "trigger active: activating from zero"), obs, self.name
+                    Step(1, Reason.SCALE_UP_QUEUE, "trigger active: activating from zero"), obs, self.name
                 )
-            return decision((0, Reason.STEADY, "idle at zero"), obs, self.name)
+            return decision(Step(0, Reason.STEADY, "idle at zero"), obs, self.name)
         if active is False and idle_s >= self.cooldown_s:
             message = f"inactive for {idle_s:.0f}s >= cooldown {self.cooldown_s:.0f}s: scaling to zero"
-            return decision((0, Reason.SCALE_DOWN_LOW_LOAD, message), obs, self.name)
+            return decision(Step(0, Reason.SCALE_DOWN_LOW_LOAD, message), obs, self.name)
         return None
 
 

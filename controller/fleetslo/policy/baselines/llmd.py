@@ -74,7 +74,7 @@ class LlmdSloPolicy:
         current = current_replicas(obs)
         raw = self.law(signal, current, obs.replicas.ready)
         if raw[0] != current and current > 0 and within_tolerance(raw[0] / current, self.behavior.tolerance):
-            raw = (current, Reason.WITHIN_TOLERANCE, f"{raw[2]}; within HPA tolerance")
+            raw = Step(current, Reason.WITHIN_TOLERANCE, f"{raw[2]}; within HPA tolerance")
         bounds = (spec.replicas.min, spec.replicas.max)
         step, hpa = run_chain(raw, current, state.hpa, self.behavior, bounds=bounds, now=now)
         return decision(step, obs, self.name), LlmdState(samples, hpa)
@@ -87,20 +87,22 @@ class LlmdSloPolicy:
             credit = ready / n if n else 1.0
             desired = n + math.ceil(n * (signal * credit / self.scale_up_above - 1))
             if desired <= n:
-                return (
+                return Step(
                     n,
                     Reason.HOLD_REPLICAS_STARTING,
                     f"{shown} > {self.scale_up_above}, {n - ready} warming",
                 )
-            return desired, Reason.SCALE_UP_SLO_BREACH, f"{shown} > {self.scale_up_above}: {desired} replicas"
+            return Step(
+                desired, Reason.SCALE_UP_SLO_BREACH, f"{shown} > {self.scale_up_above}: {desired} replicas"
+            )
         if signal < self.scale_down_below:
             desired = n - math.floor(n * (1 - signal / self.scale_down_below))
-            return (
+            return Step(
                 desired,
                 Reason.SCALE_DOWN_LOW_LOAD,
                 f"{shown} < {self.scale_down_below}: {desired} replicas",
             )
-        return n, Reason.STEADY, f"{shown} inside [{self.scale_down_below}, {self.scale_up_above}]"
+        return Step(n, Reason.STEADY, f"{shown} inside [{self.scale_down_below}, {self.scale_up_above}]")
 
 
 def slo_signal(obs: Observation, spec: FleetSLOSpec) -> float | None:

@@ -12,6 +12,7 @@ from fleetslo.core.errors import ConfigError
 from fleetslo.core.model import Decision, Observation, Reason
 from fleetslo.core.spec import FleetSLOSpec
 from fleetslo.policy.baselines.decisions import decision
+from fleetslo.policy.stages import Step
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,4 +32,4 @@ class StaticPolicy:
 
     def decide(self, obs: Observation, state: None, spec: FleetSLOSpec, now: float) -> tuple[Decision, None]:
         size = spec.replicas.min if self.replicas is None else self.replicas
-        return decision((size, Reason.FIXED_SIZE, f"fixed at {size} replicas"), obs, self.name), None
+        return decision(Step(size, Reason.FIXED_SIZE, f"fixed at {size} replicas"), obs, self.name), None

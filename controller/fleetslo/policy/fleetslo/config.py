@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fleetslo.policy.fleetslo.physics import StepCost
 from fleetslo.policy.stages import Behavior, RatePolicy, ScalingRules
 
 
@@ -27,24 +28,20 @@ def _behavior() -> Behavior:
 class FleetSLOConfig:
     #: Seconds between two decisions.
     interval: float = 15.0
-    #: Size the fleet at this share of the load (tokens/s per replica) at which p90 TPOT is
-    #: predicted to reach its target. A share of the load, not of the target: it is the same
-    #: margin whether the target is loose or close to the step's fixed cost.
-    tpot_margin: float = 0.82
-    #: Spare capacity kept above the forecast, as a share of per-replica capacity (0.1 = 10 %).
-    #: The main cost-versus-attainment knob: on the Azure conversation trace with a 5-minute cold
-    #: start, 0.05 met 98.3 % of minutes, 0.1 met 100 % at +5 % replica-hours, 0.3 at +37 %
-    #: (benchmarks/bench_policy.py prints the sweep).
-    headroom: float = 0.10
-    #: A scale-down must leave the survivors under this share of the load at which p90 TPOT
-    #: reaches its target, and their p90 TTFT (scaled by N/(N-1)) under this share of its target.
-    scale_down_band: float = 0.80
-    #: Dead band: scale down only to a count sized at this share below the scale-up capacity, so
-    #: load sitting at a threshold does not flip the count back and forth.
+    #: The step costs of one replica (an engine profile's, turned into ``StepCost`` by the caller);
+    #: ``None``: ``physics.CONSERVATIVE_PRIOR``, learned from the fleet, and the reason says so.
+    step_cost: StepCost | None = None
+    #: Spare capacity: the fleet is sized so the model's p90s meet both targets at the forecast
+    #: load × (1 + headroom). The one cost-versus-attainment knob; it covers what the forecast
+    #: misses within a cold start and the model's own error. 0.3: on the Azure conversation trace
+    #: x15 (5-minute cold start) 0.1 met 91.5 % of windows at 31.3 replica-h, 0.3 met 98.3 % at
+    #: 36.2 (benchmarks/bench_policy.py).
+    headroom: float = 0.30
+    #: Dead band: scale down only to a count that meets the targets at the load / (1 − hysteresis),
+    #: so load sitting at a threshold does not flip the count back and forth.
     hysteresis: float = 0.10
     #: Observed p90 above this share of its target counts as a breach (feedback acts). A hair
-    #: above 1: a p90 1.0003x its target read off histogram buckets is interpolation, and adding
-    #: a replica for it right after a scale-down is a flap (seen on the bursty Azure code trace).
+    #: above 1: a p90 1.0003x its target read off histogram buckets is interpolation.
     breach_band: float = 1.02
     #: A queue that built up is sized to drain within this many seconds (after the new replicas
     #: are ready): shorter drains the backlog sooner with a larger, briefer overshoot.
@@ -61,17 +58,22 @@ class FleetSLOConfig:
     trend_window_s: float = 300.0
     #: Share of the fitted trend extrapolated over the horizon (1 = all of it).
     trend_damping: float = 1.0
+    #: The trend extrapolated is the fitted slope less this many standard errors: one-minute
+    #: rates of real traffic swing ±20 %, and a slope fitted to that noise, extrapolated over a
+    #: cold start, buys replicas for a ramp that is not there.
+    trend_confidence: float = 2.0
     #: Cap on how far the trend may extrapolate: at most this multiple of the current rate.
     max_forecast_growth: float = 1.5
-    #: The load sized for (after ``tpot_margin``) may be at most this multiple of the highest load
-    #: seen meeting the targets. It must exceed 1 / ((1 - headroom) × (1 - hysteresis)), or the
-    #: fleet could never shrink to a load per replica it has not already seen: with the defaults
-    #: a scale-down explores at most 30 % beyond it.
-    max_extrapolation: float = 1.6
-    #: Latency-model memory: points kept, and how old a point may be (seconds). Short enough to
-    #: follow the request mix (prompt lengths drift through a day and move the TPOT-load line).
-    model_points: int = 120
-    model_memory_s: float = 900.0
+    #: Weight of each window in the smoothed request mix: a one-minute window of a real trace
+    #: swings ±30 % in tokens per request.
+    mix_smoothing: float = 0.1
+    #: The TTFT bias moves this share towards each clean window (the step-cost parameters have
+    #: their own, uncertainty-weighted gain). TTFT follows the minute's mix closely: on the
+    #: Azure conversation trace 0.3 put 85 % of the next windows' p90s within 20 %, 0.03 72 %.
+    learning_rate: float = 0.3
+    #: KV cache use per replica the sizing stays under (KV tokens grow with the load per replica;
+    #: past a full cache vLLM preempts and recomputes, which the step model does not describe).
+    kv_usage_limit: float = 0.9
     #: Cooldown after any change before a scale-down (seconds).
     cooldown_s: float = 60.0
     behavior: Behavior = field(default_factory=_behavior)
@@ -79,9 +81,7 @@ class FleetSLOConfig:
     def __post_init__(self) -> None:
         checks = (
             ("interval", self.interval > 0, "> 0"),
-            ("tpot_margin", 0 < self.tpot_margin <= 1, "in (0, 1]"),
             ("headroom", 0 <= self.headroom < 1, "in [0, 1)"),
-            ("scale_down_band", 0 < self.scale_down_band <= 1, "in (0, 1]"),
             ("hysteresis", 0 <= self.hysteresis < 1, "in [0, 1)"),
             ("breach_band", self.breach_band >= 1, ">= 1"),
             ("backlog_drain_s", self.backlog_drain_s > 0, "> 0"),
@@ -90,17 +90,15 @@ class FleetSLOConfig:
             ("stale_after_s", self.stale_after_s > 0, "> 0"),
             ("trend_window_s", self.trend_window_s > 0, "> 0"),
             ("trend_damping", self.trend_damping >= 0, ">= 0"),
+            ("trend_confidence", self.trend_confidence >= 0, ">= 0"),
             ("max_forecast_growth", self.max_forecast_growth >= 1, ">= 1"),
-            ("model_points", self.model_points >= 4, ">= 4"),
-            ("model_memory_s", self.model_memory_s > 0, "> 0"),
+            ("mix_smoothing", 0 < self.mix_smoothing <= 1, "in (0, 1]"),
+            ("learning_rate", 0 < self.learning_rate <= 1, "in (0, 1]"),
+            ("kv_usage_limit", 0 < self.kv_usage_limit <= 1, "in (0, 1]"),
             ("cooldown_s", self.cooldown_s >= 0, ">= 0"),
         )
         for name, ok, allowed in checks:
             if not ok:
                 raise ValueError(f"{name} must be {allowed}, got {getattr(self, name)!r}")
-        floor = 1 / ((1 - self.headroom) * (1 - self.hysteresis))
-        if self.max_extrapolation <= floor:
-            raise ValueError(
-                f"max_extrapolation must exceed 1/((1-headroom)(1-hysteresis)) = {floor:.2f}, got "
-                f"{self.max_extrapolation!r}: the fleet could never shrink to a load it has not seen"
-            )
+        if self.step_cost is not None and not isinstance(self.step_cost, StepCost):
+            raise ValueError(f"step_cost must be a StepCost, got {type(self.step_cost).__name__}")

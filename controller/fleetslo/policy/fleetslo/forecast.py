@@ -18,6 +18,7 @@ Pure value type; ``update`` returns a new forecaster.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -55,21 +56,37 @@ class RateForecast:
         rates = [r for t, r in self.samples if t >= since]
         return max(rates) if rates else None
 
-    def slope(self, since: float) -> float:
-        """Requests/s per second over the samples at or after ``since`` (0 with fewer than three)."""
+    def slope(self, since: float, confidence: float = 0.0) -> float:
+        """Rate per second over the samples at or after ``since`` (0 with fewer than three), less
+        ``confidence`` standard errors of the fit: a slope the noise could have made is not a trend."""
         samples = [s for s in self.samples if s[0] >= since]
-        if len(samples) < 3:
+        n = len(samples)
+        if n < 3:
             return 0.0
-        mt = sum(t for t, _ in samples) / len(samples)
-        mr = sum(r for _, r in samples) / len(samples)
+        mt = sum(t for t, _ in samples) / n
+        mr = sum(r for _, r in samples) / n
         stt = sum((t - mt) ** 2 for t, _ in samples)
-        return 0.0 if stt <= 0 else sum((t - mt) * (r - mr) for t, r in samples) / stt
+        if stt <= 0:
+            return 0.0
+        slope = sum((t - mt) * (r - mr) for t, r in samples) / stt
+        if confidence <= 0:
+            return slope
+        residual = sum((r - mr - slope * (t - mt)) ** 2 for t, r in samples) / (n - 2)
+        error = math.sqrt(residual / stt)
+        return slope - confidence * error if slope > 0 else slope + min(confidence * error, -slope)
 
     def ahead(
-        self, horizon_s: float, current: float, trend_since: float, damping: float, max_growth: float
+        self,
+        horizon_s: float,
+        current: float,
+        trend_since: float,
+        *,
+        damping: float,
+        max_growth: float,
+        confidence: float = 0.0,
     ) -> float:
         """The rate expected ``horizon_s`` from now: never below ``current``, at most ``max_growth`` ×."""
-        rising = current + max(0.0, self.slope(trend_since)) * horizon_s * damping
+        rising = current + max(0.0, self.slope(trend_since, confidence)) * horizon_s * damping
         reactive = min(rising, current * max_growth) if current > 0 else rising
         foreseen = self.seasonal_ahead(horizon_s)
         return reactive if foreseen is None else max(reactive, foreseen)

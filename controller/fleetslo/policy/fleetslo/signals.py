@@ -10,6 +10,7 @@ import math
 
 from fleetslo.core.model import Observation, Reason
 from fleetslo.core.spec import FleetSLOSpec
+from fleetslo.policy.fleetslo.mix import RequestMix, measured
 
 #: Smoothing of the service-time estimate, per decision: ``running`` is an instant gauge that
 #: swings ±50 % between scrapes while the completion rate is a one-minute average.
@@ -33,12 +34,20 @@ def data_problem(obs: Observation, stale_after_s: float) -> tuple[Reason, str] |
 
 
 def contradiction(obs: Observation) -> str | None:
+    """Why the numbers cannot all be true: a negative or non-finite value in *any* signal the
+    policy may read (a NaN ITL or token rate is as unusable as a NaN TPOT), p50 above p99, more
+    replicas reporting than exist."""
     values = {
         "request_rate": obs.request_rate, "running": obs.running, "waiting": obs.waiting,
-        "ttft p90": obs.ttft.p90, "tpot p90": obs.tpot.p90,
+        "prompt_tokens_rate": obs.prompt_tokens_rate, "generation_tokens_rate": obs.generation_tokens_rate,
+        "preemption_rate": obs.preemption_rate, "kv_cache_usage": obs.kv_cache_usage,
+        "gpu_utilization": obs.gpu_utilization,
+        "ttft_attainment": obs.ttft_attainment, "tpot_attainment": obs.tpot_attainment,
     }  # fmt: skip
+    for name, q in (("ttft", obs.ttft), ("tpot", obs.tpot), ("itl", obs.itl)):
+        values.update({f"{name} p50": q.p50, f"{name} p90": q.p90, f"{name} p99": q.p99})
     for name, value in values.items():
-        if value is not None and (value < 0 or math.isnan(value)):
+        if value is not None and (value < 0 or not math.isfinite(value)):
             return f"{name} is {value}"
     for name, q in (("ttft", obs.ttft), ("tpot", obs.tpot)):
         if q.p50 is not None and q.p99 is not None and q.p50 > q.p99:
@@ -48,14 +57,24 @@ def contradiction(obs: Observation) -> str | None:
     return None
 
 
-def arrival_rate(obs: Observation, last_waiting: tuple[float, float] | None, now: float) -> float | None:
-    """Completions per second plus the growth of the queue: what arrives, not just what is served."""
+def outstanding(obs: Observation) -> float | None:
+    """Requests in the fleet: running plus waiting (``None`` when neither gauge is known)."""
+    if obs.running is None and obs.waiting is None:
+        return None
+    return (obs.running or 0.0) + (obs.waiting or 0.0)
+
+
+def arrival_rate(obs: Observation, last: tuple[float, float] | None, now: float) -> float | None:
+    """Completions per second plus the growth of the requests in the fleet (conservation: what
+    arrives is what finishes plus what stays), so a step shows before it fills the completion
+    rate; a shrinking backlog counts too, never below zero."""
     if obs.request_rate is None:
         return None
+    current = outstanding(obs)
     growth = 0.0
-    if last_waiting is not None and obs.waiting is not None and now > last_waiting[0]:
-        growth = max(0.0, (obs.waiting - last_waiting[1]) / (now - last_waiting[0]))
-    return obs.request_rate + growth
+    if last is not None and current is not None and now > last[0]:
+        growth = (current - last[1]) / (now - last[0])
+    return max(0.0, obs.request_rate + growth)
 
 
 def service_time(obs: Observation, previous: float | None) -> float | None:
@@ -71,21 +90,17 @@ def smooth(sample: float | None, previous: float | None, weight: float) -> float
     return weight * sample + (1 - weight) * previous
 
 
-def tokens_per_replica(obs: Observation) -> float | None:
-    """Prompt + generated tokens per second per reporting replica: the load axis of the latency
-    model (the work a replica does, whatever the request mix)."""
-    tokens = tokens_rate(obs)
-    if not tokens or obs.replicas_reporting <= 0:
+def request_mix(obs: Observation) -> RequestMix | None:
+    """This window's request mix: mean lengths from the token counters, shapes from the length
+    histograms (``None`` without the token counters: nothing to size by)."""
+    if not obs.request_rate or obs.prompt_tokens_rate is None or obs.generation_tokens_rate is None:
         return None
-    return tokens / obs.replicas_reporting
-
-
-def tokens_per_request(obs: Observation) -> float | None:
-    """The current request mix: prompt + generated tokens per completed request."""
-    tokens = tokens_rate(obs)
-    if not tokens or not obs.request_rate:
-        return None
-    return tokens / obs.request_rate
+    return measured(
+        obs.prompt_tokens_rate / obs.request_rate,
+        obs.generation_tokens_rate / obs.request_rate,
+        obs.prompt_lengths,
+        obs.output_lengths,
+    )
 
 
 def tokens_rate(obs: Observation) -> float | None:
@@ -121,7 +136,21 @@ def pressure(obs: Observation, spec: FleetSLOSpec) -> float | None:
     return max(ratios) if ratios else None
 
 
-def predicted_ttft(obs: Observation, replicas: int) -> float | None:
-    if obs.ttft.p90 is None or replicas <= 0:
-        return None
-    return obs.ttft.p90 * max(obs.replicas.ready, 1) / replicas
+def breach(obs: Observation, spec: FleetSLOSpec, band: float) -> float | None:
+    """The worst p90 over its target when one is above ``band`` × its target, else ``None``.
+
+    A p90 read off buckets is interpolated; where the exact share of requests within the target
+    is known (``*_attainment``, exact behind the fleetslo gate) and meets the quantile, the
+    target held whatever the interpolation says.
+    """
+    worst = None
+    objectives = spec.objectives
+    tpot = tpot_p90(obs)
+    for p90, target, attained, quantile in (
+        (obs.ttft.p90, objectives.ttft.threshold, obs.ttft_attainment, objectives.ttft.quantile),
+        (tpot, objectives.tpot.threshold, obs.tpot_attainment, objectives.tpot.quantile),
+    ):
+        if p90 is None or p90 <= target * band or (attained is not None and attained >= quantile):
+            continue
+        worst = max(worst or 0.0, p90 / target)
+    return worst

@@ -5,32 +5,32 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fleetslo.core.model import Reason
+from fleetslo.policy.fleetslo.perf_model import Prediction
 
 
 @dataclass(frozen=True, slots=True)
 class Sizing:
-    """The numbers behind a sizing, for the decision's message."""
-
     need: int
     current: int
-    expected: float
     arrival: float
     forecast_load: float
     instant_load: float
-    per_replica: float
+    #: What the model predicts for ``need`` replicas at the sized load (headroom included).
+    prediction: Prediction
     tokens_per_request: float
 
     def why(self) -> tuple[Reason, str]:
         load = max(self.forecast_load, self.instant_load)
+        p = self.prediction
         basis = (
-            f"arrivals {self.arrival:.2f}/s, {self.expected:.2f}/s expected in one cold start; load "
-            f"{load:.1f}/s at {self.per_replica:.2f}/s per replica "
-            f"({self.tokens_per_request:,.0f} tokens per request)"
+            f"arrivals {self.arrival:.2f}/s, {self.forecast_load:.2f}/s expected in one cold start; "
+            f"sized for {load:.2f}/s ({self.tokens_per_request:,.0f} tokens per request): {self.need} "
+            f"replicas predict p90 TTFT {p.ttft_p90:.2f}s, TPOT {p.tpot_p90 * 1000:.0f}ms"
         )
         if self.need > self.current:
             if self.instant_load > self.forecast_load:
-                return Reason.SCALE_UP_QUEUE, f"{basis} (instant load outruns the forecast): {self.need}"
-            return Reason.SCALE_UP_FORECAST, f"{basis}: {self.need}"
+                return Reason.SCALE_UP_QUEUE, f"{basis} (instant load outruns the forecast)"
+            return Reason.SCALE_UP_FORECAST, basis
         if self.need < self.current:
-            return Reason.SCALE_DOWN_LOW_LOAD, f"{basis}: {self.need}"
-        return Reason.STEADY, f"{basis}: hold at {self.current}"
+            return Reason.SCALE_DOWN_LOW_LOAD, basis
+        return Reason.STEADY, f"{basis}: hold"

@@ -1,30 +1,61 @@
-"""What the ``fleetslo`` policy carries from one decision to the next (returned, never mutated)."""
+"""What the ``fleetslo`` policy carries from one decision to the next (returned, never mutated).
+
+``learned()`` and ``resume()`` are the part worth keeping across a controller restart or a leader
+change — the performance model and the request mix — as a plain dict (JSON-safe) the controller can
+store (e.g. in the FleetSLO's status) and hand back, so a new leader does not relearn the engine by
+over-provisioning. The rest (forecast samples, recent recommendations) is minutes of memory that
+a new leader rebuilds within one window.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from fleetslo.policy.fleetslo.forecast import RateForecast
-from fleetslo.policy.fleetslo.latency_model import TpotModel
+from fleetslo.policy.fleetslo.learning import PerformanceModel
+from fleetslo.policy.fleetslo.mix import RequestMix
+from fleetslo.policy.stages import ChainState
+
+#: Bumped when the shape of ``learned()`` changes; ``resume`` ignores other versions.
+LEARNED_VERSION = 1
 
 
 @dataclass(frozen=True, slots=True)
 class FleetSLOState:
-    model: TpotModel = field(default_factory=TpotModel)
+    model: PerformanceModel
+    #: The request mix (prompt and output length distributions), smoothed over windows.
+    mix: RequestMix | None = None
     forecast: RateForecast = field(default_factory=RateForecast)
-    #: Seconds a request spends in the running batch (Little's law: running / completion rate).
+    #: Seconds a request spends in the running batch (Little's law: running / completion rate),
+    #: from clean windows only: under overload it balloons, and sizing by it would buy a fleet
+    #: for a batch that is slow, not large.
     service_time: float | None = None
-    #: The request mix: prompt + generated tokens per request, smoothed over windows.
-    tokens_per_request: float | None = None
-    #: (time, fleet waiting) at the previous decision: its growth is arrival rate not yet served.
-    last_waiting: tuple[float, float] | None = None
-    #: Multiplies the model's capacity; shrinks when p90 TPOT breaches inside the modelled capacity.
-    correction: float = 1.0
-    recommendations: tuple[tuple[float, int], ...] = ()
-    events: tuple[tuple[float, int], ...] = ()
-    last_change_at: float | None = None
+    #: (time, requests in the fleet) at the previous decision: their growth is arrivals not yet served.
+    last_outstanding: tuple[float, float] | None = None
+    chain: ChainState = field(default_factory=ChainState)
     #: When the policy first saw data: until one window has passed, windowed rates are partial.
     first_seen: float | None = None
-    #: Smoothed per-replica capacity (tokens/s at the sizing margin): one new point can move the
-    #: fitted curve; sizing on the raw fit would grow the fleet a minute after shrinking it.
-    capacity: float | None = None
+
+    def learned(self) -> dict[str, Any]:
+        """The learned model and mix as a JSON-safe dict (``resume`` reads it back)."""
+        return {
+            "version": LEARNED_VERSION,
+            "model": self.model.to_dict(),
+            "mix": None if self.mix is None else self.mix.to_dict(),
+        }
+
+    def resume(self, learned: Mapping[str, Any]) -> FleetSLOState:
+        """This state with a persisted model and mix; unchanged if ``learned`` is another version.
+
+        The persisted prior is kept only if it is the one this policy was configured with: a new
+        engine profile outranks what was learned on another one.
+        """
+        if learned.get("version") != LEARNED_VERSION:
+            return self
+        model = PerformanceModel.from_dict(learned["model"])
+        if model.prior != self.model.prior:
+            return self
+        mix = learned.get("mix")
+        return replace(self, model=model, mix=None if mix is None else RequestMix.from_dict(mix))

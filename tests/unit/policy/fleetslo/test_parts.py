@@ -1,73 +1,118 @@
-"""The fleetslo policy's parts alone: latency model, forecast, the cooldown stage."""
+"""The fleetslo policy's parts alone: the performance model, the request mix, the forecast, the cooldown."""
 
 from __future__ import annotations
 
 import math
 
 import pytest
+from fleetslo.core.histogram import BucketHistogram
 from fleetslo.core.model import Reason
+from fleetslo.policy.fleetslo import FleetSLOPolicy
+from fleetslo.policy.fleetslo.config import FleetSLOConfig
 from fleetslo.policy.fleetslo.forecast import RateForecast
-from fleetslo.policy.fleetslo.latency_model import TpotModel
+from fleetslo.policy.fleetslo.learning import PerformanceModel
+from fleetslo.policy.fleetslo.mix import RequestMix, measured
+from fleetslo.policy.fleetslo.perf_model import predict
+from fleetslo.policy.fleetslo.physics import CONSERVATIVE_PRIOR, StepCost
 from fleetslo.policy.stages import cooldown
 
-
-def trained(points: list[tuple[float, float]]) -> TpotModel:
-    model = TpotModel()
-    for i, (x, y) in enumerate(points):
-        model = model.observe(float(i), x, y, keep=100, memory_s=1e9)
-    return model
+#: The simulator's MI325X TP4 Qwen3-235B profile, as a StepCost.
+MI325X = StepCost(0.0225, 5.15e-05, 7.11e-05, 6.21e-09, 5.54e-10, 1024, 16384, "engine profile")
+CHAT = measured(1000.0, 250.0, None, None)
+assert CHAT is not None
 
 
-def engine(load: float, fixed_s: float = 0.02, per_token_s: float = 1e-4) -> float:
-    """TPOT of an engine whose step costs ``fixed_s`` plus ``per_token_s`` per token processed."""
-    return fixed_s / (1.0 - per_token_s * load)
+def capacity(cost: StepCost, mix: RequestMix, tpot: float) -> float:
+    """Requests/s per replica at which the predicted p90 TPOT reaches ``tpot`` (bisection)."""
+    lo, hi = 0.0, 100.0
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if predict(cost, mid, mix, None).tpot_p90 <= tpot else (lo, mid)
+    return lo
 
 
-def test_the_model_recovers_the_engine_physics_from_spread_data() -> None:
-    model = trained([(x, engine(x)) for x in (1000.0, 2000.0, 3000.0, 4000.0, 5000.0, 6000.0)])
-    alpha, beta = model.fitted()  # type: ignore[misc]
-    # 1/TPOT = 1/fixed − (per_token/fixed)·x
-    assert alpha == pytest.approx(50.0) and beta == pytest.approx(0.005)
-    assert model.load_at(0.05) == pytest.approx(6000.0)
-    assert model.tpot_at(4000.0) == pytest.approx(engine(4000.0))
-    # the hockey stick: past saturation TPOT is unbounded, not a point on a line
-    assert model.tpot_at(10_000.0) == math.inf
+def test_tpot_is_flat_at_light_load_and_explodes_towards_saturation() -> None:
+    tpots = [predict(MI325X, r, CHAT, None).tpot_p90 for r in (0.1, 1.0, 2.0, 4.0, 6.0)]
+    assert tpots == sorted(tpots)
+    assert tpots[0] == pytest.approx(MI325X.overhead_s, rel=0.2)  # the fixed cost of a step
+    assert predict(MI325X, 1000.0, CHAT, None).ttft_p90 == math.inf  # past saturation: unbounded
 
 
-def test_the_fit_extrapolates_the_curve_a_straight_line_through_light_load_misses() -> None:
-    light = trained([(x, engine(x)) for x in (1000.0, 1500.0, 2000.0, 2500.0)])
-    # A straight line through the same points would promise 10,400 tokens/s at 50 ms: 1.7x too many.
-    assert light.load_at(0.05) == pytest.approx(6000.0)
+def test_at_equal_utilization_long_prompts_make_a_worse_tpot_tail() -> None:
+    """A token of prefill costs about what a token of decode does, so utilization is one axis; but
+    a prefill lands in the middle of other requests' decodes, and a short output that catches a
+    long prompt's prefill steps has a slow TPOT. The p90 sees that; a mean would not."""
+    prompts = measured(8000.0, 250.0, None, None)
+    outputs = measured(1000.0, 2000.0, None, None)
+    assert prompts is not None and outputs is not None
+
+    def at_utilization(mix: RequestMix, w: float) -> float:
+        rate = w / predict(MI325X, 1.0, mix, None).utilization  # utilization is linear in the rate
+        return predict(MI325X, rate, mix, None).tpot_p90
+
+    assert at_utilization(prompts, 0.4) > 1.2 * at_utilization(outputs, 0.4)
 
 
-def test_without_spread_the_model_falls_back_to_proportional_which_underestimates() -> None:
-    model = trained([(3000.0, 0.035), (3050.0, 0.0352), (2980.0, 0.0349), (3010.0, 0.035)])
-    assert model.fitted() is None
-    # Proportional through the newest point: 3010/s gives 35 ms, so 45 ms at 3870/s.
-    assert model.capacity(0.045, 2.0) == pytest.approx(3010.0 * 0.045 / 0.035)
-    assert model.tpot_at(3870.0) == pytest.approx(0.035 * 3870.0 / 3010.0)
+def test_a_batch_limit_above_the_batch_the_load_needs_changes_nothing() -> None:
+    free = predict(MI325X, 3.0, CHAT, None)
+    assert predict(MI325X, 3.0, CHAT, math.ceil(free.batch) + 5) == free
+    capped = predict(MI325X, 3.0, CHAT, max(1, int(free.batch / 2)))
+    assert capped.limited and capped.served < 3.0 and capped.ttft_p90 == math.inf
+    assert capped.tpot_p90 < free.tpot_p90  # what the limit buys, at TTFT's expense
 
 
-def test_a_fit_with_tpot_falling_as_load_grows_is_not_trusted() -> None:
-    model = trained([(1000.0, 0.05), (2000.0, 0.04), (3000.0, 0.03), (4000.0, 0.02)])
-    assert model.fitted() is None
+def test_the_conservative_prior_learns_the_engine_it_serves() -> None:
+    """Windows from a replica twice as fast as the prior: the learned speed goes to ~0.5."""
+    truth = CONSERVATIVE_PRIOR.scaled(0.5)
+    model = PerformanceModel(CONSERVATIVE_PRIOR)
+    for i in range(40):
+        rate = 1.0 + (i % 4) * 0.5
+        seen = predict(truth, rate, CHAT, None)
+        model = model.learn(rate, CHAT, None, seen.ttft_p90, seen.tpot_p90)
+    assert model.speed == pytest.approx(0.5, rel=0.1)
+    later = predict(truth, 2.5, CHAT, None).tpot_p90
+    assert model.predict(2.5, CHAT, None).tpot_p90 == pytest.approx(later, rel=0.1)
 
 
-def test_capacity_is_capped_at_a_multiple_of_the_load_proven_to_meet_the_targets() -> None:
-    model = trained([(x, engine(x, per_token_s=1e-6)) for x in (1000.0, 1500.0, 2000.0, 2500.0)])
-    assert model.capacity(0.045, 2.0) == pytest.approx(5000.0)
-    breached = model.observe(10.0, 4000.0, 0.0204, keep=100, memory_s=1e9, met=False)
-    assert breached.evidence() == 2500.0
+def test_the_mix_reads_length_histograms_and_keeps_the_exact_mean() -> None:
+    bounds = (100.0, 1000.0, 10000.0, math.inf)
+    prompts = BucketHistogram(bounds, (0.0, 50.0, 100.0, 100.0), 100 * 1500.0)
+    outputs = BucketHistogram(bounds, (60.0, 100.0, 100.0, 100.0), 100 * 150.0)
+    mix = measured(1500.0, 150.0, prompts, outputs)
+    assert mix is not None and not mix.assumed
+    assert mix.mean_prompt == pytest.approx(1500.0) and mix.mean_output == pytest.approx(150.0)
+    assert max(mix.prompt) > 3 * min(mix.prompt)  # a distribution, not a mean
+    guessed = measured(1500.0, 150.0, None, None)
+    assert guessed is not None and guessed.assumed
+    assert measured(None, 150.0, None, None) is None
+    assert measured(float("nan"), 150.0, None, None) is None
 
 
-def test_points_age_out_and_the_count_is_bounded() -> None:
-    model = TpotModel()
-    for t in range(10):
-        model = model.observe(float(t), 1.0 + t, 0.03, keep=4, memory_s=100.0)
-    assert len(model.points) == 4
-    model = model.observe(1000.0, 2.0, 0.03, keep=4, memory_s=100.0)
-    assert len(model.points) == 1
-    assert model.observe(1001.0, 0.0, 0.03, keep=4, memory_s=100.0) is model
+def test_the_learned_state_round_trips_as_a_plain_dict() -> None:
+    model = PerformanceModel(MI325X, ln_speed=0.26, ln_interference=-0.1, ln_ttft_bias=-0.2, windows=12)
+    assert PerformanceModel.from_dict(model.to_dict()) == model
+    assert RequestMix.from_dict(CHAT.to_dict()) == CHAT
+    policy = FleetSLOPolicy(FleetSLOConfig(step_cost=MI325X))
+    from fleetslo.core.config import load
+    from fleetslo.core.spec import FleetSLOSpec
+
+    spec = load(
+        FleetSLOSpec,
+        {
+            "target": {"name": "a", "model_name": "m"},
+            "objectives": {"ttft": {"threshold": "2s"}, "tpot": {"threshold": "50ms"}},
+            "replicas": {"min": 1, "max": 10, "cold_start": "5m"},
+        },
+    )
+    learned = policy.initial_state(spec)
+    from dataclasses import replace
+
+    learned = replace(learned, model=model, mix=CHAT)
+    fresh = policy.initial_state(spec).resume(learned.learned())
+    assert fresh.model == model and fresh.mix == CHAT
+    # A model learned on another engine's prior is not resumed onto this one.
+    other = FleetSLOPolicy().initial_state(spec).resume(learned.learned())
+    assert other.model.prior is CONSERVATIVE_PRIOR and other.model.windows == 0
 
 
 def test_forecast_extrapolates_a_rising_trend_damped_and_capped() -> None:
@@ -94,24 +139,10 @@ def test_cooldown_holds_only_scale_downs_and_only_for_its_duration() -> None:
     assert cooldown(5, 8, last_change_at=None, cooldown_s=60.0, now=0.0)[:2] == (5, Reason.STEADY)
 
 
-def test_capacity_is_the_fit_capped_by_evidence_in_tokens_per_second() -> None:
-    """Evidence, fit and fallback agree on units: tokens per second per replica, never requests."""
-    model = trained([(x, engine(x)) for x in (1000.0, 2000.0, 3000.0, 4000.0)])
-    assert model.evidence() == 4000.0
-    assert model.capacity(0.05, 1.2) == pytest.approx(4800.0)  # the fit says 6000; 1.2x evidence caps
-    # The margin is taken off the fitted load, before the cap: the cap bounds what is sized for.
-    assert model.capacity(0.05, 1.2, share=0.5) == pytest.approx(3000.0)
-    assert model.capacity(0.05, 1.2, share=0.9) == pytest.approx(4800.0)
-
-
 def test_the_config_refuses_values_that_break_the_policy() -> None:
-    from fleetslo.policy.fleetslo.config import FleetSLOConfig
-
     with pytest.raises(ValueError, match=r"headroom must be in \[0, 1\), got 1.2"):
         FleetSLOConfig(headroom=1.2)
     with pytest.raises(ValueError, match="breach_band must be >= 1"):
         FleetSLOConfig(breach_band=0.9)
-    # headroom 0.4 and the default dead band size for 1.85x the proven load: the cap must allow it
-    with pytest.raises(ValueError, match=r"max_extrapolation must exceed .* = 1.85"):
-        FleetSLOConfig(headroom=0.4)
-    assert FleetSLOConfig(headroom=0.4, max_extrapolation=2.0).headroom == 0.4
+    with pytest.raises(ValueError, match="step_cost must be a StepCost"):
+        FleetSLOConfig(step_cost="fast")  # type: ignore[arg-type]

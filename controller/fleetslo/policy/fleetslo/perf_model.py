@@ -1,0 +1,172 @@
+"""What one replica carries: p90 TTFT and p90 TPOT predicted from step physics and the request mix.
+
+**Steps.** Over one second a busy replica runs ``S`` steps. Each costs the fixed ``c0``; on top, every
+generated token costs ``c_seq + c_kv·C̄`` (its sequence's share of the step and the KV it reads, with
+``C̄`` the mean context of a decoding sequence) and every prompt its prefill ``s(P) = c_pf·P +
+c_attn·P²/2``. At ``λ`` requests/s per replica the non-fixed work fills ``w = λ·(D̄·(c_seq + c_kv·C̄)
++ E[s(P)])`` of each second, so ``S = (1 − w)/c0`` and the mean step lasts ``τ = c0/(1 − w)``: flat at
+light load, exploding as ``w → 1``. Prompt and generated tokens sit on separate axes: a long-prompt,
+short-output mix spends its time on prefill, not on a batch of decoders.
+
+**TPOT.** A request's TPOT is its mean step time over its ``D − 1`` decode steps. Those steps last
+``τ_d = c0 + n·(c_seq + c_kv·C̄)`` (``n = λ·D̄·τ`` decoders, Little's law) plus the prefills that
+land during its life, a Poisson number of them (rate ``λ``, sizes moment-matched to ``E[s²]/E[s]``):
+short outputs that catch one long prefill make the p90, so it is computed over the output-length
+points, not from the mean.
+
+**TTFT.** The rest of the step in progress (half a mean step), queue wait, own prefill. Prefill
+is served first come first served, one prompt after another, each taking ``s(P)`` plus the steps
+it spans: an M/G/1 queue per replica with Pollaczek–Khinchine mean wait ``λ·E[S²]/(2(1 − ρ))``
+and the usual exponential tail beyond the probability ``ρ`` of waiting at all; the p90 of wait +
+own service is solved over the prompt points.
+
+**The batch limit** caps the decode batch at ``L``: the replica then serves at most
+``L/(D̄·τ_L)`` requests/s with ``τ_L = c0 + L·(c_seq + c_kv·C̄ + E[s]/D̄)``; above that the queue
+grows (TTFT unbounded) while TPOT stays at what ``L`` decoders give.
+
+What is learned online from the fleet lives in ``learning.PerformanceModel``.
+
+Pure: values in, values out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+from fleetslo.policy.fleetslo.mix import RequestMix
+from fleetslo.policy.fleetslo.physics import StepCost
+
+INF = math.inf
+_NORMAL = NormalDist()
+_BISECTIONS = 24
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """p90s (``inf``: the queue grows without bound) and the operating point behind them."""
+
+    ttft_p90: float
+    tpot_p90: float
+    #: Share of each second spent on per-token work (the rest is the fixed cost of steps).
+    utilization: float
+    #: Mean sequences decoding per replica.
+    batch: float
+    #: The batch limit caps the decode batch: the replica cannot serve the offered rate.
+    limited: bool
+    #: Requests/s the replica serves: the offered rate, or less when the limit caps it.
+    served: float
+
+    def meets(self, ttft: float, tpot: float) -> bool:
+        return self.ttft_p90 <= ttft and self.tpot_p90 <= tpot
+
+
+def predict(
+    cost: StepCost,
+    rate: float,
+    mix: RequestMix,
+    limit: int | None,
+    q: float = 0.9,
+    *,
+    interference: float = 1.0,
+) -> Prediction:
+    """p90 TTFT and TPOT of one replica offered ``rate`` requests/s of ``mix`` under batch ``limit``.
+
+    ``interference`` scales the rate of prefills a decoding request sees beyond the mean-field
+    Poisson rate (1): routing imbalance, chunk boundaries; learned, not assumed.
+    """
+    rate = max(rate, 1e-9)
+    per_token = cost.per_seq_s + cost.per_kv_token_s * mix.decode_context()
+    chunks = [math.ceil(p / cost.max_batched_tokens) for p in mix.prompt]
+    prefill = [
+        cost.per_prefill_token_s * p + cost.per_attention_token2_s * p * p / 2 + cost.per_seq_s * c
+        for p, c in zip(mix.prompt, chunks, strict=True)
+    ]
+    s_mean = sum(prefill) / len(prefill)
+    s2 = sum(s * s for s in prefill) / len(prefill)
+    out = mix.mean_output
+    w_p, w_d = rate * s_mean, rate * out * per_token
+    cap = min(limit or cost.max_num_seqs, cost.max_num_seqs)
+    w = w_p + w_d
+    n = rate * out * cost.overhead_s / (1 - w) if w < 1 else INF
+    if n > cap:
+        tau = cost.overhead_s + cap * (per_token + s_mean / out)
+        served = cap / (out * tau)
+        tau_d = cost.overhead_s + cap * per_token
+        tpot = _tpot_quantile(
+            q, tau=tau, tau_d=tau_d, rate=served * interference, s_mean=s_mean, s2=s2, outputs=mix.output
+        )
+        return Prediction(INF, tpot, w, cap, True, served)
+    tau = cost.overhead_s / (1 - w)
+    tau_d = cost.overhead_s + n * per_token
+    tpot = _tpot_quantile(
+        q, tau=tau, tau_d=tau_d, rate=rate * interference, s_mean=s_mean, s2=s2, outputs=mix.output
+    )
+    service = [s + tau_d * c for s, c in zip(prefill, chunks, strict=True)]
+    # An arrival first waits for the step in progress to end: half a mean step on average.
+    ttft = _ttft_quantile(q, rate, service) + tau / 2
+    return Prediction(ttft, tpot, w, n, False, rate)
+
+
+def _tpot_quantile(
+    q: float, *, tau: float, tau_d: float, rate: float, s_mean: float, s2: float, outputs: Sequence[float]
+) -> float:
+    """The q-quantile over requests of ``τ_d + K·h/(D − 1)``, ``K`` Poisson (moment-matched)."""
+    h = s2 / s_mean if s_mean > 0 else 0.0
+    lives = [(d - 1, rate * (d - 1) * tau * s_mean / h if h > 0 else 0.0) for d in outputs if d >= 2]
+    share = len(lives) / len(outputs)
+    if share <= 1 - q or h <= 0:
+        return tau_d  # most requests have one token (TPOT 0) or nothing prefills: decode steps only
+    tail = (1 - q) / share  # the share of multi-token requests above the quantile
+
+    def above(t: float) -> float:
+        return sum(1 - _poisson_cdf(math.floor((t - tau_d) * m / h), mu) for m, mu in lives) / len(lives)
+
+    lo = tau_d
+    hi = tau_d + max(h * (mu + 8 * math.sqrt(mu) + 8) / m for m, mu in lives)
+    if above(lo) <= tail:
+        return lo
+    for _ in range(_BISECTIONS):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if above(mid) > tail else (lo, mid)
+    return hi
+
+
+def _poisson_cdf(k: int, mu: float) -> float:
+    """P(K ≤ k) for K ~ Poisson(mu): exact up to k = 2, Wilson–Hilferty beyond (O(1) per call)."""
+    if k < 0:
+        return 0.0
+    if mu <= 0:
+        return 1.0
+    if k <= 2:
+        e = math.exp(-mu)
+        return e * (1 + (mu if k >= 1 else 0.0) + (mu * mu / 2 if k >= 2 else 0.0))
+    # P(K ≤ k) = P(Gamma(k + 1) > mu), and the Wilson–Hilferty cube-root normal approximation.
+    a = k + 1
+    z = ((mu / a) ** (1 / 3) - (1 - 1 / (9 * a))) / math.sqrt(1 / (9 * a))
+    return 1 - _NORMAL.cdf(z)
+
+
+def _ttft_quantile(q: float, rate: float, service: Sequence[float]) -> float:
+    """The q-quantile of M/G/1 wait + own service: wait 0 with probability 1 − ρ, else exponential."""
+    mean = sum(service) / len(service)
+    rho = rate * mean
+    if rho >= 1:
+        return INF
+    wait = rate * sum(s * s for s in service) / len(service) / (2 * (1 - rho))
+    decay = rho / wait if wait > 0 else INF
+
+    def above(t: float) -> float:
+        total = 0.0
+        for s in service:
+            total += 1.0 if s > t else rho * math.exp(-(t - s) * decay) if decay < INF else 0.0
+        return total / len(service)
+
+    tail = math.log(max(rho, 1e-12) / (1 - q)) / decay if decay < INF else 0.0
+    lo, hi = 0.0, max(service) + max(tail, 0.0)
+    for _ in range(_BISECTIONS):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if above(mid) > 1 - q else (lo, mid)
+    return hi

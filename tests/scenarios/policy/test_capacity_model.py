@@ -1,0 +1,69 @@
+"""Issue 13's two reproductions, replayed on the simulated MI325X fleet (the quick subset of the
+policy benchmark): prefill-heavy traffic the old TPOT line over-provisioned with a standing batch
+limit, and a 3x step after which the old policy stayed at its maximum.
+
+What is asserted is behaviour, never wall-clock time: the batch limit bites only while replicas
+start; prefill-heavy traffic costs at most the no-foresight frontier's replica-hours (+10 %) at
+that frontier's attainment; after a step the targets hold again within a cold start + 5 minutes.
+Not asserted, because it is not met yet (see the benchmark's verdicts): that 15 minutes after a
+step the fleet is within 15 % of the oracle's size — with the default 30 % headroom it is not.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import pytest
+from fleetslo.policy.oracle import OraclePolicy
+from fleetslo.sim import oracle
+from fleetslo.sim.compare import SimulateOptions, make_named_policy
+from fleetslo.sim.scenario import Scenario, run_policy
+
+from benchmarks.bench_policy import scenario, standing_limit_windows
+from benchmarks.workloads import Workload, by_name
+
+PREFILL_HEAVY = by_name("prefill-heavy (prompts x8, x2, TTFT 8s)")
+STEP = by_name("3x step at 10 min (azure-conv x6)")
+
+pytestmark = pytest.mark.slow
+
+
+@cache
+def replayed(w: Workload) -> tuple[Scenario, dict[str, Any], dict[str, Any], oracle.OraclePlan]:
+    sc = scenario(w)
+    fleetslo = run_policy(sc, make_named_policy("fleetslo", sc, SimulateOptions(policies=("fleetslo",))))
+    plan = oracle.plan(sc)
+    return sc, fleetslo, run_policy(sc, OraclePolicy(plan.schedule), label="oracle"), plan
+
+
+def test_prefill_heavy_traffic_runs_without_a_standing_batch_limit() -> None:
+    """The old policy held the limit at 4-11 for the whole hour while TPOT sat at 30 ms of 50."""
+    sc, result, _, _ = replayed(PREFILL_HEAVY)
+    assert standing_limit_windows(result, sc.profile.max_num_seqs) == 0
+
+
+def test_prefill_heavy_traffic_costs_what_reacting_costs_not_more() -> None:
+    """The old policy paid 42.9 replica-hours (1.5x the oracle); a reactive policy that knows each
+    minute's exact need as it ends, with the headroom that reaches fleetslo's attainment, pays
+    about 36-40. fleetslo must stay within 10 % of that at no worse attainment than 0.9."""
+    sc, result, _, plan = replayed(PREFILL_HEAVY)
+    assert result["window_attainment"] >= 0.9
+    for headroom in (0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0):
+        frontier = oracle.no_foresight(sc, plan, headroom, memory_minutes=1)
+        if frontier["window_attainment"] >= result["window_attainment"]:
+            break
+    assert result["replica_hours"] <= 1.10 * frontier["replica_hours"]
+
+
+def test_after_a_3x_step_the_batch_limit_is_released_once_the_new_replicas_serve() -> None:
+    """The old policy kept the limit below the engine's maximum through the step and after it."""
+    sc, result, _, _ = replayed(STEP)
+    assert standing_limit_windows(result, sc.profile.max_num_seqs) == 0
+
+
+def test_after_a_3x_step_the_targets_are_met_again_within_a_cold_start_and_five_minutes() -> None:
+    sc, result, _, _ = replayed(STEP)
+    assert STEP.step_at_s is not None
+    bad = [w["start_s"] for w in result["windows"] if w["start_s"] >= STEP.step_at_s and w["met"] is False]
+    assert all(t + 60.0 <= STEP.step_at_s + sc.spec.replicas.cold_start + 300.0 for t in bad), bad
