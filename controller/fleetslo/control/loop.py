@@ -51,6 +51,7 @@ from fleetslo.core.errors import Conflict, FleetSLOError, Permanent, RateLimited
 from fleetslo.core.model import Observation
 from fleetslo.core.spec import FleetSLO
 from fleetslo.policy.base import Policy
+from fleetslo.policy.evidence import guard_scale_down
 
 log = logging.getLogger("fleetslo.loop")
 
@@ -247,6 +248,7 @@ class Controller:
         decision, state = _stage(
             "decide", lambda: b.policy.decide(obs, runtime.policy_state, b.slo.spec, now)
         )
+        decision = guard_scale_down(decision, obs, before.scale.desired)
         if not self.leader.is_leader():
             return None, state  # lost the lease while deciding: someone else may act now
         outcome = _stage("apply", lambda: b.fleet.apply(target, decision, before, self.leader.fence))
