@@ -15,7 +15,7 @@ from fleetslo.sidecar.gate.testing import ENGINE_PATHS, FakeOpenAIUpstream
 
 from tests.adapters.gate.harness import MODEL, chat, running
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [pytest.mark.asyncio, pytest.mark.virtual_time]
 
 
 @pytest.mark.parametrize("path", ENGINE_PATHS)
@@ -46,7 +46,8 @@ async def test_an_absolute_form_request_line_is_a_clean_400_without_a_traceback(
 
 
 async def test_slow_headers_are_closed_after_the_header_timeout_and_real_requests_still_pass() -> None:
-    async with running(header_timeout=0.3) as rig:
+    # The default timeouts (15 s for headers), on the virtual clock: no real waiting.
+    async with running() as rig:
         slow = []
         for _ in range(50):
             reader, writer = await asyncio.open_connection("127.0.0.1", rig.gate.port)
@@ -54,17 +55,19 @@ async def test_slow_headers_are_closed_after_the_header_timeout_and_real_request
             slow.append((reader, writer))
         assert (await rig.post("/v1/chat/completions", chat(2)))[0] == 200  # not starved meanwhile
         for reader, writer in slow:
-            assert await asyncio.wait_for(reader.read(), 10.0) == b""  # the gate closed it
+            assert await asyncio.wait_for(reader.read(), 20.0) == b""  # the gate closed it
             writer.close()
 
 
 async def test_a_slow_body_gets_408_and_frees_its_place() -> None:
-    async with running(body_timeout=0.3, max_pending_bodies=1) as rig:
+    async with running(max_pending_bodies=1) as rig:  # the default 30 s body timeout
         reader, writer = await asyncio.open_connection("127.0.0.1", rig.gate.port)
         writer.write(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
         await writer.drain()
-        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10.0)
+        started = asyncio.get_running_loop().time()
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 60.0)
         assert head.startswith(b"HTTP/1.1 408 ")
+        assert asyncio.get_running_loop().time() - started >= 30.0  # not before its time
         writer.close()
         assert rig.gate.budget.bodies == 0 and rig.gate.budget.bytes == 0
         assert (await rig.post("/v1/chat/completions", chat(2)))[0] == 200
@@ -112,6 +115,7 @@ async def test_the_wait_in_the_gate_queue_is_inside_the_gate_ttft_and_rejections
         assert (await rig.post("/v1/chat/completions", chat(1)))[0] == 503  # the queue is full
         assert [s for s, _ in await asyncio.gather(first, queued)] == [200, 200]
         stats = rig.gate.stats.model(MODEL)
-        # The queued request waited for the first one's 0.3 s, then took its own 0.3 s.
-        assert stats.ttft.count == 2 and stats.ttft.sum >= 0.3 + 0.6
+        # On the virtual clock the first TTFT is 0.3 s exactly; the queued request waited most of
+        # the first one's 0.3 s before its own 0.3 s, and that wait is in its TTFT.
+        assert stats.ttft.count == 2 and stats.ttft.sum >= 0.3 + 0.5
         assert stats.outcomes["rejected"] == 1 and stats.outcomes["completed"] == 2
