@@ -122,11 +122,10 @@ def test_the_port_bounds_come_from_flags_with_safe_defaults() -> None:
     assert (s.header_timeout, s.body_timeout, s.max_pending_bodies, s.max_pending_bytes) == (
         15.0, 30.0, 256, 128 * 1024**2,
     )  # fmt: skip
-    options = gate_options(["--gate-listen", ":8080", "--gate-header-timeout", "5s", "--gate-body-timeout", "10s",
-                            "--gate-max-pending-bodies", "32", "--gate-max-pending-bytes", "64MiB",
-                            "--gate-served-model-name", "llama"])  # fmt: skip
+    options = gate_options(["--gate-listen", ":8080", "--gate-header-timeout", "5s",
+                            "--gate-body-timeout", "10s", "--gate-max-pending-bodies", "32",
+                            "--gate-max-pending-bytes", "64MiB", "--gate-served-model-name", "llama"])  # fmt: skip
     assert options is not None
     s = load(GateServerSettings, options)
-    assert (s.header_timeout, s.body_timeout, s.max_pending_bodies, s.max_pending_bytes, s.served_model_name) == (
-        5.0, 10.0, 32, 64 * 1024**2, "llama",
-    )  # fmt: skip
+    got = (s.header_timeout, s.body_timeout, s.max_pending_bodies, s.max_pending_bytes, s.served_model_name)
+    assert got == (5.0, 10.0, 32, 64 * 1024**2, "llama")
