@@ -122,9 +122,10 @@ def test_the_port_bounds_come_from_flags_with_safe_defaults() -> None:
     assert (s.header_timeout, s.body_timeout, s.max_pending_bodies, s.max_pending_bytes) == (
         15.0, 30.0, 256, 128 * 1024**2,
     )  # fmt: skip
-    options = gate_options(["--gate-listen", ":8080", "--gate-header-timeout", "5s",
-                            "--gate-body-timeout", "10s", "--gate-max-pending-bodies", "32",
-                            "--gate-max-pending-bytes", "64MiB", "--gate-served-model-name", "llama"])  # fmt: skip
+    flags = ["--gate-listen", ":8080", "--gate-header-timeout", "5s", "--gate-body-timeout", "10s",
+             "--gate-max-pending-bodies", "32", "--gate-max-pending-bytes", "64MiB",
+             "--gate-served-model-name", "llama"]  # fmt: skip
+    options = gate_options(flags)
     assert options is not None
     s = load(GateServerSettings, options)
     got = (s.header_timeout, s.body_timeout, s.max_pending_bodies, s.max_pending_bytes, s.served_model_name)
