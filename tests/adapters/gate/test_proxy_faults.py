@@ -119,3 +119,43 @@ async def test_the_wait_in_the_gate_queue_is_inside_the_gate_ttft_and_rejections
         # the first one's 0.3 s before its own 0.3 s, and that wait is in its TTFT.
         assert stats.ttft.count == 2 and stats.ttft.sum >= 0.3 + 0.5
         assert stats.outcomes["rejected"] == 1 and stats.outcomes["completed"] == 2
+
+
+async def test_streams_whose_first_deltas_have_empty_text_are_all_measured() -> None:
+    # Issue 14: 412 of 1,287 streams (32 %) were missing from the gate's histograms because their
+    # first deltas carried no text (special tokens, a held-back stop string, half a character).
+    fake = FakeOpenAIUpstream(first_token_delay=0.2, token_delay=0.01)
+    fake.text = lambda i: "" if i < 3 else f" tok{i}"
+    async with running(fake) as rig:
+        for _ in range(10):
+            assert (await rig.post("/v1/chat/completions", chat(8)))[0] == 200
+        stats = rig.gate.stats.model(MODEL)
+        assert stats.ttft.count == 10 and stats.tpot.count == 10
+        assert stats.ttft.sum == pytest.approx(10 * 0.2, abs=0.01)  # from the first (empty) token
+
+
+async def test_several_tokens_per_event_do_not_overstate_tpot_when_the_stream_has_usage() -> None:
+    # Issue 14: under load vLLM merges tokens into one event; counting events made TPOT +4-6 %.
+    fake = FakeOpenAIUpstream(first_token_delay=0.1, token_delay=0.03)
+    fake.per_event = 3  # 30 tokens in 10 events, 0.03 s apart
+    async with running(fake) as rig:
+        await rig.post("/v1/chat/completions", chat(30, usage=True))
+        await rig.post("/v1/chat/completions", chat(30, usage=False))
+        tpot = rig.gate.stats.model(MODEL).tpot
+        with_usage = 9 * 0.03 / 29  # vLLM's (last - first) / (tokens - 1)
+        without = 9 * 0.03 / 9  # one token per event: an upper bound, never under
+        assert tpot.count == 2 and tpot.sum == pytest.approx(with_usage + without, rel=0.02)
+
+
+async def test_a_flood_of_bad_requests_writes_a_few_log_lines_not_one_each(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO)
+    async with running() as rig:
+        for _ in range(50):
+            reader, writer = await asyncio.open_connection("127.0.0.1", rig.gate.port)
+            writer.write(b"GET http://x/ HTTP/1.1\r\nHost: x\r\n\r\n")
+            await reader.readuntil(b"\r\n\r\n")
+            writer.close()
+        assert rig.gate.stats.rejected["bad_request"] == 50
+    assert len([r for r in caplog.records if "absolute form" in r.getMessage()]) <= 2
