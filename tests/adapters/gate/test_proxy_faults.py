@@ -10,6 +10,7 @@ import io
 import json
 import logging
 
+import aiohttp
 import pytest
 from fleetslo.sidecar.gate.testing import ENGINE_PATHS, FakeOpenAIUpstream
 
@@ -159,3 +160,24 @@ async def test_a_flood_of_bad_requests_writes_a_few_log_lines_not_one_each(
             writer.close()
         assert rig.gate.stats.rejected["bad_request"] == 50
     assert len([r for r in caplog.records if "absolute form" in r.getMessage()]) <= 2
+
+
+async def test_the_sidecars_own_port_closes_half_sent_connections_too() -> None:
+    from fleetslo.sidecar.app import SERVER_IDLE_TIMEOUT, Sidecar
+    from fleetslo.sidecar.settings import ExporterSettings
+
+    sidecar = Sidecar(ExporterSettings(vllm_url="http://127.0.0.1:1", listen="127.0.0.1:0"))
+    async with aiohttp.ClientSession() as session:
+        await sidecar.start(session)
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", sidecar.port)
+            writer.write(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")  # and never the blank line
+            loop = asyncio.get_running_loop()
+            opened = loop.time()
+            assert await asyncio.wait_for(reader.read(), 2 * SERVER_IDLE_TIMEOUT) == b""
+            assert loop.time() - opened >= SERVER_IDLE_TIMEOUT - 1
+            writer.close()
+            async with session.get(f"http://127.0.0.1:{sidecar.port}/healthz") as resp:
+                assert resp.status == 200
+        finally:
+            await sidecar.stop()
