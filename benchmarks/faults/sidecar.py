@@ -168,9 +168,11 @@ async def _concurrency(n: int) -> list[Figure]:
                 task.cancel()
                 return "hung up"
             try:
-                body = await _post(client, gate, _chat(tokens))
+                status, body = await _answer(client, gate, _chat(tokens))
             except TimeoutError:
                 return "lost"
+            if status != 200:
+                return "refused"
             return "exact" if body == expected else "differs"
 
         outcomes = await asyncio.gather(*(stream(i) for i in range(n)))
@@ -178,15 +180,12 @@ async def _concurrency(n: int) -> list[Figure]:
         stuck = gate.admission.inflight + gate.admission.queued
         # After the storm, a burst must still be served in full: no slot was handed to nobody.
         after = await asyncio.gather(*(stream(0) for _ in range(16)))
+    every = [*outcomes, *after]
     return [
         Figure(SUITE, "concurrency: streams through a gate of limit 8", n),
-        Figure(SUITE, "concurrency: requests lost", outcomes.count("lost") + after.count("lost"), "0"),
-        Figure(
-            SUITE,
-            "concurrency: streams not byte-exact",
-            outcomes.count("differs") + after.count("differs"),
-            "0",
-        ),
+        Figure(SUITE, "concurrency: requests lost", every.count("lost"), "0"),
+        Figure(SUITE, "concurrency: streams not byte-exact", every.count("differs"), "0"),
+        Figure(SUITE, "concurrency: requests refused (within the queue bound)", every.count("refused"), "0"),
         Figure(SUITE, "concurrency: upstream in flight at most (limit 8)", upstream.max_inflight, "<= 8"),
         Figure(SUITE, "concurrency: slots stuck after clients hung up", stuck, "0"),
     ]
@@ -247,9 +246,13 @@ def _chat(tokens: int) -> dict[str, Any]:
 
 
 async def _post(client: aiohttp.ClientSession, gate: Gate, body: dict[str, Any]) -> bytes:
+    return (await _answer(client, gate, body))[1]
+
+
+async def _answer(client: aiohttp.ClientSession, gate: Gate, body: dict[str, Any]) -> tuple[int, bytes]:
     async with client.post(f"http://127.0.0.1:{gate.port}/v1/chat/completions", data=json.dumps(body),
                            timeout=_TIMEOUT) as resp:  # fmt: skip
-        return await resp.read()
+        return resp.status, await resp.read()
 
 
 class _gate:  # used as ``async with _gate(...)``

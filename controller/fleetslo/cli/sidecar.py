@@ -71,7 +71,7 @@ _GATE_FLAGS = (
     ("--gate-max-body", "largest request body, e.g. 10MiB (default 10MiB)"),
     ("--gate-header-timeout", "time a connection has to send a whole request (default 15s)"),
     ("--gate-body-timeout", "time a request body has to arrive, else 408 (default 30s)"),
-    ("--gate-max-pending-bodies", "request bodies held before admission at most (default 256)"),
+    ("--gate-max-pending-bodies", "request bodies held before admission at most (default 2048)"),
     ("--gate-max-pending-bytes", "bytes of request bodies held before admission at most (default 128MiB)"),
     ("--gate-served-model-name", "model_name of the gate's series before the first scrape names it"),
 )

@@ -120,7 +120,7 @@ def test_a_missing_or_empty_token_file_turns_the_admin_api_off_with_a_warning(
 def test_the_port_bounds_come_from_flags_with_safe_defaults() -> None:
     s = load(GateServerSettings, {"listen": ":8080", "upstream": "http://x:1"})
     assert (s.header_timeout, s.body_timeout, s.max_pending_bodies, s.max_pending_bytes) == (
-        15.0, 30.0, 256, 128 * 1024**2,
+        15.0, 30.0, 2048, 128 * 1024**2,
     )  # fmt: skip
     flags = ["--gate-listen", ":8080", "--gate-header-timeout", "5s", "--gate-body-timeout", "10s",
              "--gate-max-pending-bodies", "32", "--gate-max-pending-bytes", "64MiB",
