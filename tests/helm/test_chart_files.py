@@ -19,7 +19,17 @@ from fleetslo.core.config import load
 from fleetslo.core.spec import FleetSLO, load_fleetslo_documents
 from pydantic import BaseModel
 
-from tests.helm.chart import CHART, VALUES, find, one, render, values_file
+from tests.helm.chart import (
+    CHART,
+    NAMESPACE,
+    REFERENCE,
+    REFERENCE_SLO,
+    VALUES,
+    find,
+    one,
+    render,
+    values_file,
+)
 from tests.support import ROOT
 
 EVERYTHING = ("-f", str(VALUES / "everything.yaml"))
@@ -33,7 +43,9 @@ def _config_map(*args: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(
-    "args", [(), EVERYTHING, ("--set", "controller.dryRun=true")], ids=["default", "everything", "dry-run"]
+    "args",
+    [REFERENCE, EVERYTHING, (*REFERENCE_SLO, "--set", "controller.dryRun=true")],
+    ids=["mi325x", "everything", "dry-run"],
 )
 def test_rendered_config_and_specs_load_with_the_controllers_loaders(args: tuple[str, ...]) -> None:
     data = _config_map(*args)
@@ -43,6 +55,21 @@ def test_rendered_config_and_specs_load_with_the_controllers_loaders(args: tuple
     assert settings.gate.token_file == "/var/run/fleetslo/gate-token/token"
     assert settings.engine_args.container == "vllm"
     assert specs[0].metadata.name == "qwen3-235b"
+
+
+def test_by_default_the_controller_holds_the_resources_of_its_own_namespace_and_no_file() -> None:
+    data = _config_map()
+    settings = load(ControllerSettings, yaml.safe_load(data["controller.yaml"]), "controller.yaml")
+    assert "slos.yaml" not in data
+    assert settings.resources.enabled and settings.resources.namespaces == [NAMESPACE]
+    deployment = one(render(), "Deployment", "fleetslo-controller")
+    assert not [a for a in deployment["spec"]["template"]["spec"]["containers"][0]["args"] if "--slo" in a]
+
+
+def test_cluster_wide_rbac_watches_every_namespace() -> None:
+    data = _config_map("--set", "rbac.clusterWide=true")
+    settings = load(ControllerSettings, yaml.safe_load(data["controller.yaml"]), "controller.yaml")
+    assert settings.resources.namespaces == []  # every namespace
 
 
 def test_controller_settings_from_values_reach_the_config() -> None:
@@ -75,10 +102,10 @@ def _chart_specs(*args: str) -> list[FleetSLO]:
     return load_fleetslo_documents(list(yaml.safe_load_all(_config_map(*args)["slos.yaml"])), "chart")
 
 
-def test_default_fleetslo_is_the_reference_example() -> None:
+def test_the_mi325x_values_fleetslo_is_the_reference_example() -> None:
     # The bundled rule files were generated from examples/slo: a spec that drifted from its
     # example would get another spec's alert thresholds.
-    assert _chart_specs() == _examples("qwen3-235b-fp8-mi325x.yaml")
+    assert _chart_specs(*REFERENCE) == _examples("qwen3-235b-fp8-mi325x.yaml")
 
 
 def test_everything_values_use_the_example_specs() -> None:
@@ -203,3 +230,10 @@ def test_schema_of_a_fleetslo_is_the_settings_model() -> None:
 def test_schema_of_the_controller_config_is_the_settings_model() -> None:
     config = SCHEMA["properties"]["controller"]["properties"]["config"]
     assert _compare(ControllerSettings, config, "controller.config") == []
+
+
+def test_the_charts_gpu_backends_are_the_sidecars() -> None:
+    from fleetslo.sidecar.gpu.backends import choices
+
+    sidecar = SCHEMA["properties"]["vllm"]["properties"]["sidecar"]["properties"]
+    assert sidecar["gpuBackend"]["enum"] == choices()

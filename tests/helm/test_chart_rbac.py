@@ -14,19 +14,29 @@ import pytest
 import yaml
 from fleetslo.control.kube import rollout
 from fleetslo.control.kube.events import KubeEventRecorder
+from fleetslo.control.kube.fleetslo_resources import Autoscalers, FleetSLOResources
 from fleetslo.control.kube.lease import KubeLeaseLock, LeaseRecord
 from fleetslo.control.kube.pods import KubePodDirectory, KubePodMarker
 from fleetslo.control.kube.workloads import KINDS, Workloads
-from fleetslo.core.spec import Mode, Target, TargetKind, load_fleetslo_documents
+from fleetslo.core.spec import (
+    RESOURCE_API_VERSION,
+    STANDALONE_KINDS,
+    Mode,
+    Target,
+    TargetKind,
+    load_fleetslo_documents,
+)
+from fleetslo.core.spec.status import FleetSLOStatus
 from fleetslo.testing import FakeClock
 
 from tests.adapters.kube.kapi import running_api
-from tests.helm.chart import NAMESPACE, VALUES, find, one, render
+from tests.helm.chart import NAMESPACE, REFERENCE_SLO, VALUES, find, one, render
 
 EVERYTHING = ("-f", str(VALUES / "everything.yaml"))
 MIXED = ("-f", str(VALUES / "mixed-targets.yaml"))
 RENDERS = {
     "default": (),
+    "reference": REFERENCE_SLO,
     "everything": EVERYTHING,
     "cluster-wide": (*EVERYTHING, "--set", "rbac.clusterWide=true"),
     "mixed": MIXED,
@@ -39,6 +49,13 @@ VERBS = {"get", "list", "patch", "create"}
 RESOURCES = {
     "deployments", "deployments/scale", "statefulsets", "statefulsets/scale", "leaderworkersets",
     "leaderworkersets/scale", "pods", "events", "leases",
+    # FleetSLO resources and their status; the other autoscalers, to refuse to fight them
+    "fleetslos", "fleetslos/status", "horizontalpodautoscalers", "scaledobjects",
+}  # fmt: skip
+RESOURCES_ROLE = "fleetslo-controller-resources"
+#: In a namespace the controller acts in but does not watch: only looking for other autoscalers.
+AUTOSCALER_RULES = {
+    ("autoscaling", "horizontalpodautoscalers", ("list",), ()), ("keda.sh", "scaledobjects", ("list",), ()),
 }  # fmt: skip
 SERVICE_ACCOUNT = {"kind": "ServiceAccount", "name": "fleetslo-controller", "namespace": NAMESPACE}
 LEADER_LEASE = "fleetslo-leader"
@@ -61,11 +78,11 @@ def test_no_wildcards_and_nothing_beyond_what_the_controller_does(name: str) -> 
             assert "nonResourceURLs" not in rule
 
 
-def test_namespaced_by_default() -> None:
+def test_namespaced_by_default_and_only_in_the_release_namespace() -> None:
     objects = render()
     assert not find(objects, "ClusterRole") and not find(objects, "ClusterRoleBinding")
     assert {(r["metadata"]["namespace"], r["metadata"]["name"]) for r in find(objects, "Role")} == {
-        ("llm", "fleetslo-controller"),  # the target's namespace
+        (NAMESPACE, RESOURCES_ROLE),  # FleetSLO resources in the release namespace
         (NAMESPACE, "fleetslo-controller-leader"),  # the Lease
     }
     for binding in find(objects, "RoleBinding"):
@@ -73,19 +90,48 @@ def test_namespaced_by_default() -> None:
         assert binding["roleRef"]["kind"] == "Role"
 
 
+def test_a_spec_in_values_gets_its_target_namespace_roles() -> None:
+    objects = render(*REFERENCE_SLO)
+    assert {(r["metadata"]["namespace"], r["metadata"]["name"]) for r in find(objects, "Role")} == {
+        ("llm", "fleetslo-controller"),  # the target's namespace
+        ("llm", RESOURCES_ROLE),  # ... where it only looks for other autoscalers
+        (NAMESPACE, RESOURCES_ROLE),
+        (NAMESPACE, "fleetslo-controller-leader"),
+    }
+    assert _rules(one([r for r in find(objects, "Role") if r["metadata"]["namespace"] == "llm"],
+                      "Role", RESOURCES_ROLE)) == AUTOSCALER_RULES  # fmt: skip
+
+
+def test_watched_namespaces_get_the_resources_role() -> None:
+    objects = render("--set", "fleetsloResources.namespaces={team-a,team-b}")
+    namespaces = {r["metadata"]["namespace"] for r in find(objects, "Role", RESOURCES_ROLE)}
+    assert namespaces == {"team-a", "team-b"}
+    rules = _rules(find(objects, "Role", RESOURCES_ROLE)[0])
+    assert ("fleetslo.io", "fleetslos/status", ("patch",), ()) in rules
+    assert ("apps", "deployments/scale", ("patch",), ()) in rules
+
+
 def test_cluster_wide_is_opt_in_and_keeps_the_lease_namespaced() -> None:
     objects = render(*RENDERS["cluster-wide"])
-    (cluster_role,) = find(objects, "ClusterRole")
-    (binding,) = find(objects, "ClusterRoleBinding")
-    assert binding["subjects"] == [SERVICE_ACCOUNT]
+    cluster_role = one(objects, "ClusterRole", "fleetslo-controller")
+    assert {b["metadata"]["name"] for b in find(objects, "ClusterRoleBinding")} == {
+        "fleetslo-controller",
+        RESOURCES_ROLE,
+    }
+    for binding in find(objects, "ClusterRoleBinding"):
+        assert binding["subjects"] == [SERVICE_ACCOUNT]
     assert {(r["metadata"]["namespace"], r["metadata"]["name"]) for r in find(objects, "Role")} == {
         (NAMESPACE, "fleetslo-controller-leader")
     }
     assert _rules(cluster_role) == _rules(_role(render(*EVERYTHING), "llm"))
+    assert _rules(one(objects, "ClusterRole", RESOURCES_ROLE)) >= AUTOSCALER_RULES
 
 
 def _role(objects: list[dict[str, Any]], namespace: str) -> dict[str, Any]:
-    (role,) = [r for r in find(objects, "Role") if r["metadata"]["namespace"] == namespace]
+    """The Role the specs in values derive for ``namespace``."""
+    (role,) = [
+        r for r in find(objects, "Role", "fleetslo-controller") if r["metadata"]["namespace"] == namespace
+    ]
     return role
 
 
@@ -222,6 +268,10 @@ def exercise(api: Any, targets: Iterable[tuple[Target, bool, str]]) -> None:
             workloads.json_patch(target, rollout.limit_patch(found, 32), "set max-num-seqs")
         events.event(target, "ScaleUp", "same message twice")
         events.event(target, "ScaleUp", "same message twice")  # the repeat patches the count
+        Autoscalers(api).scaling(target)
+    resources = FleetSLOResources(api)
+    for item in resources.list([NAMESPACE]):  # the watched namespace: the release's, by default
+        resources.write_status(NAMESPACE, item["metadata"]["name"], FleetSLOStatus(mode="advisory"))
     lease = KubeLeaseLock(api, NAMESPACE, LEADER_LEASE)
     assert lease.get() is None
     lease.create(LeaseRecord(holder="a", duration=15.0))
@@ -237,7 +287,7 @@ def test_rendered_rbac_allows_every_request_the_adapters_send() -> None:
         (s.spec.target, s.spec.mode == Mode.ENFORCE, s.spec.batch_limit.actuator.value)
         for s in load_fleetslo_documents(list(slos), "slos.yaml")
     ]
-    assert {t.kind for t, _, _ in targets} == set(TargetKind)
+    assert {t.kind for t, _, _ in targets} == set(TargetKind) - STANDALONE_KINDS  # Kubernetes kinds only
     with running_api() as kapi:
         for target, _, _ in targets:
             kind = KINDS[target.kind]
@@ -245,6 +295,14 @@ def test_rendered_rbac_allows_every_request_the_adapters_send() -> None:
                 f"{kind.api_version}/{kind.plural}", _workload(target.kind, target.namespace, target.name)
             )
         kapi.put("v1/pods", {"metadata": {"name": "qwen-0", "namespace": "llm", "labels": {"app": "qwen"}}})
+        kapi.put(
+            "fleetslo.io/v1alpha1/fleetslos",
+            {
+                "apiVersion": RESOURCE_API_VERSION,
+                "kind": "FleetSLO",
+                "metadata": {"name": "mine", "namespace": NAMESPACE},
+            },
+        )
         exercise(kapi.client(), targets)
         sent = [attributes(r.method, str(r.url.path)) for m in ("get", "post", "patch", "put", "delete")
                 for r in kapi.requests(m)]  # fmt: skip
@@ -252,7 +310,8 @@ def test_rendered_rbac_allows_every_request_the_adapters_send() -> None:
     assert kinds >= {
         ("get", "deployments"), ("patch", "deployments/scale"), ("list", "pods"), ("patch", "pods"),
         ("patch", "statefulsets"), ("get", "leaderworkersets"), ("create", "events"), ("patch", "events"),
-        ("create", "leases"), ("get", "leases"), ("patch", "leases"),
+        ("create", "leases"), ("get", "leases"), ("patch", "leases"), ("list", "horizontalpodautoscalers"),
+        ("list", "scaledobjects"), ("list", "fleetslos"), ("patch", "fleetslos/status"),
     }, "the replay must cover every kind of call"  # fmt: skip
     denied = [a for a in sent if not allowed(objects, a)]
     assert denied == [], "the chart's RBAC refuses requests the controller sends"

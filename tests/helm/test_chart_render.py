@@ -21,6 +21,8 @@ from tests.helm.chart import (
     CHART,
     GOLDEN,
     GOLDEN_RENDERS,
+    NAMESPACE,
+    REFERENCE,
     VALUES,
     containers,
     find,
@@ -37,6 +39,7 @@ CLUSTER_WIDE = (*EVERYTHING, "--set", "rbac.clusterWide=true")
 RENDERS: dict[str, tuple[str, ...]] = {
     "default": (),
     "default-with-prometheus-operator": ("--api-versions", "monitoring.coreos.com/v1"),
+    "mi325x": REFERENCE,
     "everything": EVERYTHING,
     "cluster-wide": CLUSTER_WIDE,
 }
@@ -88,8 +91,8 @@ def test_render_matches_golden(name: str) -> None:
     )
 
 
-def test_default_render_gets_a_random_token_that_the_golden_masks() -> None:
-    assert _RANDOM_TOKEN.search(template_text()), "the default render should carry a generated gate token"
+def test_a_gate_render_gets_a_random_token_that_the_golden_masks() -> None:
+    assert _RANDOM_TOKEN.search(template_text(*REFERENCE)), "a gate render should carry a generated token"
 
 
 @pytest.mark.parametrize("name", sorted(RENDERS))
@@ -107,7 +110,7 @@ def test_every_core_object_is_valid_for_kubernetes_strict(name: str) -> None:
                 pytest.fail(
                     f"{obj['kind']} {obj['metadata']['name']} is invalid for Kubernetes {version}: {exc}"
                 )
-    expected = set(CRD_KINDS) if name != "default" else set()
+    expected = set(CRD_KINDS) if name not in ("default", "mi325x") else set()  # "auto": no operator here
     assert skipped == expected, "only the prometheus-operator kinds may skip schema validation"
 
 
@@ -115,11 +118,23 @@ def test_defaults_render_the_controller_and_no_reference_fleet() -> None:
     objects = render()
     kinds = sorted({o["kind"] for o in objects})
     assert kinds == sorted(
-        ["ConfigMap", "Deployment", "NetworkPolicy", "PodDisruptionBudget", "Role", "RoleBinding", "Secret",
-         "Service", "ServiceAccount"]
+        ["ConfigMap", "Deployment", "NetworkPolicy", "PodDisruptionBudget", "Role", "RoleBinding",
+         "Secret", "Service", "ServiceAccount"]  # the gate token, for FleetSLO resources that use the gate
     )  # fmt: skip
     assert one(objects, "Deployment")["spec"]["replicas"] == 2
     assert len(find(objects, "ConfigMap")) == 4  # the controller's, three dashboards
+
+
+@pytest.mark.parametrize(
+    "args", [(), ("--api-versions", "monitoring.coreos.com/v1")], ids=["bare", "operator"]
+)
+def test_defaults_install_into_an_empty_cluster(args: tuple[str, ...]) -> None:
+    """Nothing outside the release namespace (which --create-namespace makes), no FleetSLO, no
+    spec for the controller to enforce: it starts, holds the resources someone adds later, no more."""
+    objects = render(*args)
+    assert {o["metadata"].get("namespace") for o in objects} == {NAMESPACE}
+    assert not find(objects, "FleetSLO")
+    assert "slos.yaml" not in one(objects, "ConfigMap", "fleetslo-controller")["data"]
 
 
 def test_monitoring_objects_follow_the_cluster_when_auto() -> None:
@@ -294,10 +309,11 @@ def test_values_schema_rejects_bad_values(args: tuple[str, ...], expected: str) 
 
 TEMPLATE_CHECKS = [
     (("-f", str(VALUES / "replicas-out-of-order.yaml")), "spec.replicas: min (3) must be <= max (2)"),
-    (("--set", "vllm.enabled=true", "--set", "vllm.terminationGracePeriodSeconds=100"),
+    ((*REFERENCE, "--set", "vllm.terminationGracePeriodSeconds=100"),
      "must be longer than vllm.drainTimeoutSeconds"),
-    (("--set", "slos=null"), "the controller needs at least one FleetSLO"),
-    (("--set", "vllm.enabled=true", "--set", "vllm.namespace=other"), "differs from the namespace of"),
+    (("--set", "slos=null", "--set", "fleetsloResources.enabled=false"),
+     "the controller needs at least one FleetSLO"),
+    ((*REFERENCE, "--set", "vllm.namespace=other"), "differs from the namespace of"),
     (("-f", str(VALUES / "spec-without-rules.yaml"), "--set", "monitoring.prometheusRule.enabled=true"),
      'no alert rules for FleetSLO "mistral"'),
 ]  # fmt: skip

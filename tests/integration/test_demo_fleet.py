@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 import pytest
 from fleetslo.control.actuators.gate import GateActuator
 from fleetslo.control.local.fleet import LocalFleet
 from fleetslo.control.local.replica import ReplicaRecipe
 from fleetslo.control.sources.direct import DirectSource
+from fleetslo.core import conventions as cv
+from fleetslo.core.metrics.exposition import parse_vllm
+from fleetslo.core.metrics.gate_families import read_gate
 from fleetslo.core.model import ReplicaCounts
+from fleetslo.sim.demo.loadgen import request_body
 from fleetslo.sim.demo.scenario import fleet_slo
 from fleetslo.sim.profile import builtin_profile
 from fleetslo.sim.scenario import make_spec
 from fleetslo.sim.server.clock import SpeedClock
+from prometheus_client.parser import text_string_to_metric_families
 
 pytestmark = pytest.mark.integration
 
@@ -84,3 +92,50 @@ def test_the_local_fleet_starts_scales_drains_and_stops_its_processes(tmp_path: 
         fleet.close()
     assert all(p.poll() is not None for r in fleet.replicas for p in r.processes)
     assert fleet.replica_seconds(clock.now()) > 0
+
+
+def test_the_gate_and_the_engine_measure_latency_in_one_clock(tmp_path: Path) -> None:
+    """The sim-server runs ``SPEEDUP`` times faster than the wall and its page is in simulated
+    seconds; the gate in front of it must measure in the same clock, or the controller (which
+    prefers the gate's histograms) sees latencies ``SPEEDUP`` times too small and the SLO
+    feedback is off. Mean TPOT of the same requests, gate vs engine: within a factor 1.5; mean
+    TTFT: the gate's at least the engine's and at most 1 s (50 ms of wall time) more — the gate
+    adds the real path (loopback hops, a 2000-token prompt to parse: ~10 ms of wall time, 0.2 s
+    simulated at 20×) to the engine's ~0.1 s. In the wrong clock both would be 20× too small."""
+    spec = make_spec(builtin_profile(PROFILE), cold_start_s=20.0, name="demo")
+    (tmp_path / "token").write_text("s3cret")
+    recipe = ReplicaRecipe(
+        profile=PROFILE, model_name=spec.target.model_name, speedup=SPEEDUP, cold_start_s=0.0,
+        token_file=tmp_path / "token", log_dir=tmp_path, slo_ttft_s=2.0, slo_tpot_s=0.05, max_inflight=64,
+    )  # fmt: skip
+    clock = SpeedClock(SPEEDUP)
+    fleet = LocalFleet(spec.target, recipe, clock.now)
+    try:
+        fleet.start(1)
+        (_, gate), replica = fleet.gates()[0], fleet.replicas[0]
+        body = request_body(spec.target.model_name, 2000, 200)
+        with httpx.Client(timeout=30) as http, ThreadPoolExecutor(4) as pool:
+
+            def stream(_: int) -> None:
+                with http.stream("POST", f"{gate}/v1/completions", content=body) as response:
+                    assert response.status_code == 200
+                    for _chunk in response.iter_bytes():
+                        pass
+
+            list(pool.map(stream, range(8)))
+            sidecar = http.get(f"http://127.0.0.1:{replica.ports.sidecar}/metrics").text
+            engine = http.get(f"http://127.0.0.1:{replica.ports.engine}/metrics").text
+    finally:
+        fleet.close()
+    gate_reading = read_gate(text_string_to_metric_families(sidecar))
+    vllm = parse_vllm(engine)[spec.target.model_name]
+    assert gate_reading is not None
+    means = {}
+    for family in (cv.Histogram.TTFT, cv.Histogram.TPOT):
+        measured, simulated = gate_reading.histograms[family], vllm.histogram(family)
+        assert simulated is not None and measured.count == simulated.count == 8
+        means[family] = (measured.mean() or math.nan, simulated.mean() or math.nan)
+    gate_ttft, engine_ttft = means[cv.Histogram.TTFT]
+    assert engine_ttft <= gate_ttft <= engine_ttft + 1.0, means
+    gate_tpot, engine_tpot = means[cv.Histogram.TPOT]
+    assert engine_tpot / 1.5 < gate_tpot < engine_tpot * 1.5, means

@@ -87,6 +87,12 @@ class Server:
     escaped: bool = False
     fake: FakeVllmServer | None = None
 
+    @property
+    def pod(self) -> dict[str, str]:
+        """The pod labels a pod monitor gives this server's (and its sidecar's) series."""
+        assert self.fake is not None
+        return {"namespace": "llm", "pod": f"{WORKLOADS[self.model]}-5f6d7c8b9-{self.fake.port:05d}"}
+
     def page(self) -> Callable[[], str]:
         text = capture(self.capture).replace('model_name="tiny-llama"', f'model_name="{self.model}"')
         replay = replay_page(text, self.rps)
@@ -94,6 +100,8 @@ class Server:
         return (lambda: replay().replace("vllm:", "vllm_")) if self.escaped else replay
 
 
+#: The Deployment serving each model (an SLO is about a workload, not a model name).
+WORKLOADS = {"tiny-llama": "tiny", "qwen-mini": "qwen"}
 SERVERS = [
     Server("tiny-llama", AFTER_LOAD, 20, "vllm"),
     Server("tiny-llama", AFTER_LOAD, 20, "vllm", escaped=True),
@@ -108,8 +116,10 @@ def specs() -> list[FleetSLO]:
 
     tiny = spec_document(ttft={"threshold": SLO_TTFT}, tpot={"threshold": SLO_TPOT})
     tiny["metadata"]["name"], tiny["spec"]["target"]["model_name"] = "tiny", "tiny-llama"
+    tiny["spec"]["target"]["name"] = WORKLOADS["tiny-llama"]
     qwen = spec_document(ttft={"threshold": "2s"}, tpot={"threshold": SLO_TPOT})
     qwen["metadata"]["name"], qwen["spec"]["target"]["model_name"] = "qwen", "qwen-mini"
+    qwen["spec"]["target"]["name"] = WORKLOADS["qwen-mini"]
     return load_fleetslo_documents([tiny, qwen], "integration")
 
 
@@ -240,15 +250,17 @@ class Controller:
 
 def jobs(servers: list[Server], sidecar_ports: list[int], controller_port: int) -> list[dict[str, Any]]:
     """Scrape jobs: vLLM with the colon-restoring relabel, vLLM without it, and the sidecars."""
-    by_job: dict[str, list[str]] = {}
+    by_job: dict[str, list[dict[str, Any]]] = {}
     for s in servers:
         assert s.fake is not None
-        by_job.setdefault(s.job, []).append(f"127.0.0.1:{s.fake.port}")
-    out = [{"job_name": job, "static_configs": [{"targets": targets}]} for job, targets in by_job.items()]
+        by_job.setdefault(s.job, []).append({"targets": [f"127.0.0.1:{s.fake.port}"], "labels": s.pod})
+    out = [{"job_name": job, "static_configs": configs} for job, configs in by_job.items()]
     out[0]["metric_relabel_configs"] = RELABEL_COLON  # job "vllm"
-    out.append(
-        {"job_name": "sidecar", "static_configs": [{"targets": [f"127.0.0.1:{p}" for p in sidecar_ports]}]}
-    )
+    # Sidecar i sits in server i's pod: same pod labels.
+    sidecar_configs = [
+        {"targets": [f"127.0.0.1:{p}"], "labels": s.pod} for s, p in zip(servers, sidecar_ports, strict=True)
+    ]
+    out.append({"job_name": "sidecar", "static_configs": sidecar_configs})
     out.append({"job_name": "controller", "static_configs": [{"targets": [f"127.0.0.1:{controller_port}"]}]})
     return out
 

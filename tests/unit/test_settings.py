@@ -50,6 +50,12 @@ def test_a_full_spec_loads_with_units_converted() -> None:
     assert slo.spec.replicas.cold_start == 300.0
 
 
+def test_an_observation_covers_the_longer_objective_window() -> None:
+    slo = load(FleetSLO, with_change("spec.objectives.tpot.window", "5m"))
+    assert slo.spec.objectives.ttft.window < slo.spec.objectives.tpot.window == 300.0
+    assert slo.spec.objectives.observation_window == 300.0
+
+
 def with_change(path: str, value: object) -> dict[str, Any]:
     import copy
 

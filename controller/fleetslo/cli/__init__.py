@@ -3,7 +3,8 @@
 Each subcommand is a ``Command``: a name, a function that adds its flags to a parser, and a
 function that turns parsed flags into validated settings and runs. Flags may also come from a YAML
 ``--config`` file (flags win). Bad input exits with status 2 and a message naming the key, the value
-and what is allowed; runtime failures exit 1.
+and what is allowed; runtime failures exit 1 with a one-line message; an interrupt (Ctrl-C, SIGINT)
+exits 130 (``fleetslo.cli.common`` lists them, the README documents them).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from fleetslo import __version__
 from fleetslo.cli.common import (
     EXIT_FAILURE,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_USAGE,
     Command,
@@ -24,7 +26,15 @@ from fleetslo.cli.common import (
     read_yaml_file,
 )
 from fleetslo.cli.control import _configure_run, _run_controller
-from fleetslo.cli.generate import _configure_alerts, _configure_dashboards, _run_alerts, _run_dashboards
+from fleetslo.cli.generate import (
+    _configure_alerts,
+    _configure_autoscaler,
+    _configure_dashboards,
+    _run_alerts,
+    _run_autoscaler,
+    _run_dashboards,
+)
+from fleetslo.cli.profile import _configure_profile, _run_profile
 from fleetslo.cli.sidecar import (
     _EXPORTER_KEYS,
     _GATE_KEYS,
@@ -46,10 +56,11 @@ from fleetslo.cli.simulation import (
     load_profile,
 )
 from fleetslo.core import logs
-from fleetslo.core.errors import ConfigError
+from fleetslo.core.errors import ConfigError, FleetSLOError
 
 __all__ = [
-    "COMMANDS", "EXIT_FAILURE", "EXIT_OK", "EXIT_USAGE", "_EXPORTER_KEYS", "_GATE_KEYS", "_GPU_KEYS",
+    "COMMANDS", "EXIT_FAILURE", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "_EXPORTER_KEYS", "_GATE_KEYS",
+    "_GPU_KEYS",
     "Command", "_gate_options", "_gpu_options", "build_parser", "load_profile", "main", "merged_options",
     "read_token_file", "read_yaml_documents", "read_yaml_file",
 ]  # fmt: skip
@@ -67,10 +78,14 @@ COMMANDS: list[Command] = [
             _configure_sim_server, _run_sim_server),
     Command("demo", "the whole loop on this machine: simulated fleet, sidecars, controller, a real trace",
             _configure_demo, _run_demo),
+    Command("profile", "benchmark a running vLLM, fit an engine profile for the simulator and capacity model",
+            _configure_profile, _run_profile),
     Command("alerts", "alert rules and Alertmanager routing from FleetSLO specs (alerts build)",
             _configure_alerts, _run_alerts),
     Command("dashboards", "Grafana dashboards for the fleet, GPUs and the controller (dashboards build)",
             _configure_dashboards, _run_dashboards),
+    Command("autoscaler", "the KEDA ScaledObject or HPA that follows fleetslo (replicas.actuator: external)",
+            _configure_autoscaler, _run_autoscaler),
 ]  # fmt: skip
 
 
@@ -85,10 +100,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Fleet observability and SLO controller for vLLM inference servers.",
     )
     parser.add_argument("--version", action="version", version=f"fleetslo {__version__}")
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.add_argument("--log-level", default="info", choices=logs.LEVELS, help="default info")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in COMMANDS:
         p = sub.add_parser(command.name, help=command.help, description=command.help)
+        # Also after the subcommand (`fleetslo demo --log-level debug`); SUPPRESS keeps a value
+        # given before it when it is not repeated after.
+        p.add_argument("--log-level", choices=logs.LEVELS, default=argparse.SUPPRESS, help="default info")
         command.configure(p)
         p.set_defaults(_run=command.run)
     return parser
@@ -107,4 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"fleetslo {args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        return EXIT_OK
+        return EXIT_INTERRUPTED
+    except (FleetSLOError, OSError) as exc:  # the machine or the cluster, not the command line
+        print(f"fleetslo {args.command}: {exc}", file=sys.stderr)
+        return EXIT_FAILURE

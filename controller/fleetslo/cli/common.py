@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,10 @@ import yaml
 
 from fleetslo.core.errors import ConfigError
 
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
+#: The exit statuses of every subcommand (the README's "Exit codes"): 0 done (or stopped by SIGTERM,
+#: as a service is asked to), 1 a runtime failure (the machine, the cluster, a file that cannot be
+#: written), 2 bad usage (a flag, a config key, a spec), 130 interrupted (SIGINT, Ctrl-C: 128 + 2).
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 log = logging.getLogger("fleetslo")
 
@@ -86,3 +90,19 @@ def read_token_file(path: str) -> str | None:
         log.warning("admin token file %s is empty: the gate admin API stays off", path)
         return None
     return token
+
+
+def prepare_output(path: str, flag: str) -> Path:
+    """``path`` ready to be written once the work is done: its folders created now, and a
+    ``ConfigError`` naming ``flag`` now (not after minutes of work) if it cannot be written."""
+    target = Path(path)
+    if target.is_dir():
+        raise ConfigError(f"{flag}: {path} is a folder (give a file name, e.g. {target / 'report.html'})")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{flag}: cannot create the folder {target.parent} ({exc.strerror})") from None
+    writable = os.access(target, os.W_OK) if target.exists() else os.access(target.parent, os.W_OK)
+    if not writable:
+        raise ConfigError(f"{flag}: {path} cannot be written (permission denied)")
+    return target

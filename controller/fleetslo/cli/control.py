@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from fleetslo.cli.common import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
     EXIT_OK,
     merged_options,
     read_yaml_documents,
@@ -22,7 +25,11 @@ _RUN_KEYS = ("listen", "interval", "policy", "dry_run", "otlp_endpoint")
 
 def _configure_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", help="controller settings YAML (source, kubernetes, leader_election, …)")
-    p.add_argument("--slo", required=True, help="FleetSLO specs: a YAML file with one document per target")
+    p.add_argument(
+        "--slo",
+        help="FleetSLO specs: a YAML file with one document per target (optional "
+        "with resources.enabled in --config: then FleetSLO resources are held too)",
+    )
     p.add_argument(
         "--dry-run",
         dest="dry_run",
@@ -48,13 +55,20 @@ def _run_controller(args: argparse.Namespace) -> int:
     import socket
     import threading
 
-    from fleetslo.control.service import Environment, Service, build
+    from fleetslo.control.kube.client import connect
+    from fleetslo.control.service import Environment, Service
     from fleetslo.control.settings import ControllerSettings
+    from fleetslo.control.standalone import build_standalone, is_standalone
+    from fleetslo.control.watch import serve
     from fleetslo.core.config import load
+    from fleetslo.core.errors import ConfigError
     from fleetslo.core.spec import load_fleetslo_documents
+    from fleetslo.policy.registry import check_options
 
     settings = load(ControllerSettings, merged_options(args, _RUN_KEYS), args.config or "controller settings")
-    specs = load_fleetslo_documents(read_yaml_documents(args.slo), args.slo)
+    if not args.slo and not settings.resources.enabled:
+        raise ConfigError("--slo: required unless the controller file sets resources.enabled: true")
+    specs = load_fleetslo_documents(read_yaml_documents(args.slo), args.slo) if args.slo else []
     gate_file = settings.gate.token_file
     env = Environment(
         in_pod="KUBERNETES_SERVICE_HOST" in os.environ,
@@ -62,8 +76,25 @@ def _run_controller(args: argparse.Namespace) -> int:
         prometheus_token=_token_reader(settings.source.prometheus.bearer_token_file),
         gate_token=_token_reader(gate_file)() if gate_file else None,
     )
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    Service(build(settings, specs, env), settings).serve(stop)
-    return EXIT_OK
+    check_options(settings.policy, settings.policy_options)  # a typo is usage (2), before any cluster call
+    stop, received = threading.Event(), []
+
+    def stopping(signum: int, _frame: object) -> None:
+        received.append(signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, stopping)
+    signal.signal(signal.SIGINT, stopping)
+    if specs and is_standalone(specs):
+        # Static and Local targets need no cluster: the standalone build starts no Kubernetes client.
+        Service(build_standalone(settings, specs, env), settings).serve(stop)
+        return EXIT_INTERRUPTED if signal.SIGINT in received else EXIT_OK
+    try:
+        api = connect(settings.kubernetes, in_pod=env.in_pod)
+    except ConfigError as exc:
+        # The flags and files were valid; the machine has no (usable) cluster credentials: a
+        # runtime failure (1), not bad usage (2).
+        print(f"fleetslo run: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    serve(settings, specs, env, stop, api=api)
+    return EXIT_INTERRUPTED if signal.SIGINT in received else EXIT_OK

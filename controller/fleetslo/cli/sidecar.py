@@ -15,6 +15,7 @@ from fleetslo.cli.common import (
     read_token_file,
 )
 from fleetslo.core.errors import ConfigError
+from fleetslo.sidecar.gpu import backends as gpu_backends
 
 # --------------------------------------------------------------------------------------------
 # fleetslo exporter
@@ -41,7 +42,7 @@ def _configure_exporter(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--gpu-backend",
         dest="gpu_backend",
-        choices=["auto", "amdsmi", "amd-smi", "sysfs", "rocm-smi", "nvml", "none"],
+        choices=gpu_backends.choices(),
         help="where GPU telemetry comes from (default auto: the first that finds GPUs)",
     )
     p.add_argument(
@@ -74,6 +75,7 @@ _GATE_FLAGS = (
     ("--gate-max-pending-bodies", "request bodies held before admission at most (default 2048)"),
     ("--gate-max-pending-bytes", "bytes of request bodies held before admission at most (default 128MiB)"),
     ("--gate-served-model-name", "model_name of the gate's series before the first scrape names it"),
+    ("--gate-time-scale", "upstream seconds per wall second (default 1; a sim-server's --speedup)"),
 )
 
 
@@ -104,7 +106,7 @@ _GATE_KEYS = {"gate_listen": "listen", "gate_upstream": "upstream", "gate_max_in
               "gate_admin_listen": "admin_listen", "gate_max_body": "max_body",
               "gate_header_timeout": "header_timeout", "gate_body_timeout": "body_timeout",
               "gate_max_pending_bodies": "max_pending_bodies", "gate_max_pending_bytes": "max_pending_bytes",
-              "gate_served_model_name": "served_model_name"}  # fmt: skip
+              "gate_served_model_name": "served_model_name", "gate_time_scale": "time_scale"}  # fmt: skip
 
 
 def _gate_options(options: dict[str, Any]) -> dict[str, Any] | None:

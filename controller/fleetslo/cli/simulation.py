@@ -8,6 +8,7 @@ from typing import Any
 
 from fleetslo.cli.common import (
     EXIT_OK,
+    prepare_output,
     read_yaml_file,
 )
 from fleetslo.core.errors import ConfigError
@@ -87,14 +88,14 @@ def _run_simulate(args: argparse.Namespace) -> int:
         window_s=seconds("window", args.window) or 60.0,
         policy_options=compare.parse_policy_options(args.policy_options),
     )  # fmt: skip
+    report = prepare_output(args.report, "--report") if args.report else None  # before the work
     trace = compare.shape_trace(load_trace(args.trace), options)
     scenario = compare.build_scenario(trace, Path(args.trace).name, profile, options)
     results = _simulate_with_progress(scenario, options, show=not args.json)
+    for result in results:
+        result.setdefault("max_num_seqs", profile.max_num_seqs)  # the report's "no limit"
     title = args.title or compare.title_for(scenario)
-    if args.report:
-        from fleetslo.sim.report import render_report
-
-        Path(args.report).write_text(render_report(results, title), encoding="utf-8")
+    # The results first: a report that cannot be written after all must not lose them.
     if args.json:
         print(json.dumps(results[0] if len(results) == 1 else {"title": title, "results": results}))
     else:
@@ -102,6 +103,10 @@ def _run_simulate(args: argparse.Namespace) -> int:
         if not console.is_terminal:
             console.width = 200  # a pipe or file: do not squeeze the table into 80 columns
         console.print(compare.summary_table(results, title))
+    if report is not None:
+        from fleetslo.sim.report import render_report
+
+        report.write_text(render_report(results, title), encoding="utf-8")
     return EXIT_OK
 
 
@@ -225,7 +230,7 @@ def _run_demo(args: argparse.Namespace) -> int:
         spike=args.spike, profile=args.profile, ttft_s=seconds("slo-ttft", args.slo_ttft) or 0.0,
         tpot_s=seconds("slo-tpot", args.slo_tpot) or 0.0, min_replicas=args.min_replicas,
         max_replicas=args.max_replicas, cold_start_s=seconds("cold-start", args.cold_start), seed=args.seed,
-        report=args.report, prometheus=args.prometheus,
+        report=args.report, prometheus=args.prometheus, log_level=args.log_level,
     ).check()  # fmt: skip
     if options.trace is not None and not Path(options.trace).is_file():
         raise ConfigError(f"--trace: {options.trace} not found (run from the repository or give a file)")

@@ -14,11 +14,22 @@ import threading
 from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from fleetslo.core import conventions as cv
+from fleetslo.core.families import FamilySpec, describe
 
+#: The per-target gauges and the leader flag ``_TargetGauges`` yields, built from and described here.
+_GAUGES: tuple[FamilySpec, ...] = (
+    FamilySpec(cv.CONTROLLER_DESIRED_REPLICAS, "gauge", "Replicas the controller last asked for",
+               ("target",)),
+    FamilySpec(cv.CONTROLLER_CURRENT_REPLICAS, "gauge", "Replicas the workload had (spec) at the last tick",
+               ("target",)),
+    FamilySpec(cv.CONTROLLER_BATCH_LIMIT, "gauge", "Per-replica batch limit the controller last asked for",
+               ("target",)),
+    FamilySpec(cv.CONTROLLER_LEADER, "gauge", "1 when this controller holds the lease and may actuate"),
+)  # fmt: skip
 _ACTUATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0)
 
 
@@ -51,7 +62,8 @@ class ControllerMetrics:
             cv.CONTROLLER_ACTUATION_DURATION, "Seconds one actuator call took, by operation",
             ["operation"], registry=self.registry, buckets=_ACTUATION_BUCKETS,
         )  # fmt: skip
-        self.registry.register(_TargetGauges(self, leader))
+        self.target_gauges = _TargetGauges(self, leader)
+        self.registry.register(self.target_gauges)
 
     def decided(self, target: str, reason: str) -> None:
         self.decisions.labels(target, reason).inc()
@@ -80,18 +92,15 @@ class _TargetGauges(Collector):
         self._metrics = metrics
         self._leader = leader
 
+    def describe(self) -> list[Metric]:
+        return describe(_GAUGES)
+
     def collect(self) -> Iterator[GaugeMetricFamily]:
         desired, current, limit = self._metrics.snapshot()
-        for name, doc, values in (
-            (cv.CONTROLLER_DESIRED_REPLICAS, "Replicas the controller last asked for", desired),
-            (cv.CONTROLLER_CURRENT_REPLICAS, "Replicas the workload had (spec) at the last tick", current),
-            (cv.CONTROLLER_BATCH_LIMIT, "Per-replica batch limit the controller last asked for", limit),
-        ):
-            family = GaugeMetricFamily(name, doc, labels=["target"])
+        desired_spec, current_spec, limit_spec, leader_spec = _GAUGES
+        for spec, values in ((desired_spec, desired), (current_spec, current), (limit_spec, limit)):
+            family = spec.gauge()
             for target, value in sorted(values.items()):
                 family.add_metric([target], value)
             yield family
-        yield GaugeMetricFamily(
-            cv.CONTROLLER_LEADER, "1 when this controller holds the lease and may actuate",
-            value=1.0 if self._leader() else 0.0,
-        )  # fmt: skip
+        yield leader_spec.gauge(1.0 if self._leader() else 0.0)

@@ -8,6 +8,11 @@ considers itself leader only while its last successful renewal is younger than `
 (< ``lease_duration``): a leader cut off from the API steps down before anyone may take over.
 ``release()`` on shutdown hands the lease over at once (the follower's next step acquires it).
 
+``fence()`` is what the loop calls immediately before every write: it refuses (``Deposed``) unless
+our last renewal is younger than ``renew_deadline`` *and* the Lease read from the API right now
+names us as holder, and returns how long our renewal stays valid, which bounds the write. So a
+controller that lost the lease while it waited on a drain never writes the scale.
+
 Time is injected (``clock``: monotonic seconds; ``wall``: epoch seconds for the record); the lock
 is a protocol so the logic is tested without an API server and the real Lease is tested with kmock.
 """
@@ -21,6 +26,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from fleetslo.control.kube.lease import LeaseRecord
+from fleetslo.control.ports import Deposed
 from fleetslo.core.errors import FleetSLOError
 
 log = logging.getLogger("fleetslo.leader")
@@ -67,6 +73,22 @@ class LeaderElector:
     def is_leader(self) -> bool:
         with self._mutex:
             return self._holds(self.clock())
+
+    def fence(self) -> float:
+        """Seconds we still surely lead, confirmed against the Lease in the API; else ``Deposed``."""
+        with self._mutex:
+            checked = self.clock()
+            if self._renewed_at is None or not self._holds(checked):
+                raise Deposed(f"{self.identity} has not renewed {self.lock.describe()} within the deadline")
+            left = self.renew_deadline - (checked - self._renewed_at)
+        try:
+            current = self.lock.get()
+        except FleetSLOError as exc:
+            raise Deposed(f"cannot confirm {self.lock.describe()}: {exc}") from exc
+        holder = current[0].holder if current is not None else None
+        if holder != self.identity:
+            raise Deposed(f"{self.lock.describe()} is held by {holder or 'nobody'}, not {self.identity}")
+        return left - (self.clock() - checked)
 
     def _holds(self, now: float) -> bool:
         return self._renewed_at is not None and now - self._renewed_at < self.renew_deadline
@@ -151,3 +173,6 @@ class AlwaysLeader:
 
     def is_leader(self) -> bool:
         return True
+
+    def fence(self) -> float:
+        return float("inf")

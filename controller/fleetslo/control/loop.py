@@ -6,8 +6,18 @@ is a parameter: scenario tests run thousands of ticks in virtual time.
 
 Rules a reconcile follows:
 
-* only the leader reconciles (``leader.is_leader()`` is checked before reading and again before
-  writing); a controller that becomes leader starts every policy from its initial state;
+* only the leader reconciles (``leader.is_leader()`` is checked before reading) and only the
+  leader writes: ``leader.fence()`` runs immediately before **every** write (a drain takes up to
+  a minute, and the lease can pass to another controller meanwhile), confirms the lease, and
+  bounds the write to end while it is ours. A controller that finds itself deposed writes nothing
+  more, resumes what it drained, and counts it (``actuation_errors{kind="not_leader"}``);
+* a controller that becomes leader starts every policy from its initial state, and first resumes
+  the drains a previous controller left behind (``Drainer.resume_orphans``, once per target);
+* each reconcile has ``api_budget`` seconds of Kubernetes API time across all its calls
+  (``fleetslo.control.deadline``): a hung API server fails the tick in bounded time;
+* a scale write planned against a count that changed meanwhile (someone scaled the target, or
+  another write landed: ``Conflict``, a 409) is not retried blindly: the reconcile reads, observes
+  and decides again from the fresh state, ``replan_attempts`` times at most;
 * each policy decides at its own ``interval``, at most once per interval;
 * **an observation that fails transiently does not stop the tick: the policy gets an observation
   with the replica counts and no signals** (every signal ``None``, ``replicas_reporting`` 0,
@@ -33,10 +43,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol, TypeVar
 
+from fleetslo.control import deadline
 from fleetslo.control.actuators.fleet import FleetActuator, FleetState
 from fleetslo.control.audit import Auditor, Reconcile
-from fleetslo.control.ports import Source
-from fleetslo.core.errors import FleetSLOError, Permanent, RateLimited, Transient
+from fleetslo.control.ports import Deposed, Source
+from fleetslo.core.errors import Conflict, FleetSLOError, Permanent, RateLimited, Transient
 from fleetslo.core.model import Observation
 from fleetslo.core.spec import FleetSLO
 from fleetslo.policy.base import Policy
@@ -48,6 +59,10 @@ T = TypeVar("T")
 
 class Leadership(Protocol):
     def is_leader(self) -> bool: ...
+
+    def fence(self) -> float:
+        """Immediately before a write: seconds we are sure to lead, or raise ``Deposed``."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +123,8 @@ class _Runtime:
     throttle: Throttle
     next_decision: float = float("-inf")
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Whether this leadership term already resumed the drains a previous controller left.
+    orphans_resumed: bool = False
 
 
 class _Failed(Exception):
@@ -128,9 +145,12 @@ class Controller:
         backoff: Sequence[float] = (1.0, 2.0, 5.0, 10.0, 30.0, 60.0),
         permanent_retry: float = 600.0,
         perf_clock: Callable[[], float] = time.perf_counter,
+        api_budget: float = 20.0,
+        replan_attempts: int = 2,
     ) -> None:
         self.bindings = {b.name: b for b in bindings}
         self.auditor, self.leader, self.perf_clock = auditor, leader, perf_clock
+        self.api_budget, self.replan_attempts = api_budget, max(1, replan_attempts)
         self._backoff, self._permanent_retry = tuple(backoff), permanent_retry
         self._runtime = {name: self._fresh(b) for name, b in self.bindings.items()}
         self._leading = False
@@ -156,7 +176,9 @@ class Controller:
                 return Outcome.NOT_DUE
             started = self.perf_clock()
             try:
-                return self._reconcile(binding, runtime, now)
+                with deadline.within(self.api_budget, self.perf_clock):
+                    self._resume_orphans(binding, runtime)
+                    return self._reconcile(binding, runtime, now)
             finally:
                 self.auditor.metrics.tick_duration.observe(max(0.0, self.perf_clock() - started))
 
@@ -171,12 +193,27 @@ class Controller:
             self._leading = leading
         return leading
 
+    def _resume_orphans(self, b: Binding, runtime: _Runtime) -> None:
+        """Once per leadership term: admit again on pods a gone controller left drained."""
+        if runtime.orphans_resumed:
+            return
+        try:
+            resumed = b.fleet.resume_orphans(b.slo.spec.target)
+        except FleetSLOError as exc:  # best effort: the gates' own drain expiry is the backstop
+            log.warning("%s: could not check for orphaned drains (retrying next tick): %s", b.name, exc)
+            return
+        runtime.orphans_resumed = True
+        if resumed:
+            log.warning("%s: resumed drains left by a previous controller on %s", b.name, ", ".join(resumed))
+
     def _reconcile(self, b: Binding, runtime: _Runtime, now: float) -> Outcome:
         target = b.slo.spec.target
         with self.auditor.span(b.name, target) as span:
             try:
                 record, state = self._decide_and_apply(b, runtime, now)
             except _Failed as failed:
+                if isinstance(failed.cause, Deposed):
+                    return self._deposed(b, failed.cause)
                 delay = runtime.throttle.failure(now, failed.cause)
                 self.auditor.failed(b.name, target, failed.stage, failed.cause, retry_in=delay, span=span)
                 return Outcome.FAILED
@@ -187,7 +224,23 @@ class Controller:
             self.auditor.decided(record, span)
             return Outcome.DECIDED
 
+    def _deposed(self, b: Binding, exc: Deposed) -> Outcome:
+        """The lease was gone at a write: nothing was written from then on; another leader acts."""
+        self.auditor.metrics.actuation_errors.labels(b.name, exc.reason).inc()
+        log.warning("%s: not written, leadership lost: %s", b.name, exc)
+        return Outcome.FOLLOWER
+
     def _decide_and_apply(self, b: Binding, runtime: _Runtime, now: float) -> tuple[Reconcile | None, Any]:
+        for attempt in range(1, self.replan_attempts + 1):
+            try:
+                return self._plan_and_apply(b, runtime, now)
+            except _Failed as failed:
+                if not isinstance(failed.cause, Conflict) or attempt == self.replan_attempts:
+                    raise
+                log.info("%s: re-planning from a fresh read (try %d): %s", b.name, attempt + 1, failed.cause)
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _plan_and_apply(self, b: Binding, runtime: _Runtime, now: float) -> tuple[Reconcile | None, Any]:
         target = b.slo.spec.target
         before = _stage("read", lambda: b.fleet.read(target))
         obs, observe_error = self._observe(b, before, now)
@@ -196,7 +249,7 @@ class Controller:
         )
         if not self.leader.is_leader():
             return None, state  # lost the lease while deciding: someone else may act now
-        outcome = _stage("apply", lambda: b.fleet.apply(target, decision, before))
+        outcome = _stage("apply", lambda: b.fleet.apply(target, decision, before, self.leader.fence))
         return Reconcile(b.name, target, before, obs, decision, outcome, observe_error), state
 
     def _observe(
@@ -209,7 +262,7 @@ class Controller:
             if not isinstance(failed.cause, Transient):
                 raise
             self.auditor.observe_failed(b.name, b.slo.spec.target, failed.cause)
-            window = max(b.slo.spec.objectives.ttft.window, b.slo.spec.objectives.tpot.window)
+            window = b.slo.spec.objectives.observation_window
             blind = Observation(b.name, now, window, counts, batch_limit=before.batch_limit)
             return blind, failed.cause
         return obs, None

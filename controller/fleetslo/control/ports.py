@@ -13,16 +13,36 @@ subresource; the gate's admin API or an engine-args rollout), so they are separa
 (``DryRun``, ``Measured``) implement the same protocols around a real one.
 
 Errors are raised as ``fleetslo.core.errors`` types (transient or permanent), never library exceptions.
+
+Writes are **fenced**: the ``FleetActuator`` calls a ``Fence`` immediately before every write
+(batch limit, drain, mark, scale). It returns how many seconds we are sure to lead, or raises
+``Deposed``; the write must finish within that time (``fleetslo.control.deadline.fenced``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from fleetslo.core.errors import Transient
 from fleetslo.core.model import Observation, ReplicaCounts
 from fleetslo.core.spec import FleetSLO, Target
+
+
+class Deposed(Transient):
+    """This controller cannot prove it still holds the lease: it must not write."""
+
+    reason = "not_leader"
+
+
+#: Called immediately before each write: seconds of leadership left, or raises ``Deposed``.
+Fence = Callable[[], float]
+
+
+def unfenced() -> float:
+    """The fence of a controller without election (or a test): always leading."""
+    return float("inf")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +67,10 @@ class ReplicaActuator(Protocol):
 
     def read(self, target: Target) -> ScaleState: ...
 
-    def scale(self, target: Target, replicas: int) -> ActuationResult: ...
+    def scale(self, target: Target, replicas: int, *, expected: int | None = None) -> ActuationResult:
+        """Set the desired count to ``replicas``. ``expected``: the desired count the decision was
+        planned against; if the target's count is no longer that, raise ``Conflict`` unwritten."""
+        ...
 
 
 class BatchLimitActuator(Protocol):
@@ -68,12 +91,16 @@ class Drainer(Protocol):
     The ``FleetActuator`` then marks them for removal (for a Deployment: the
     ``controller.kubernetes.io/pod-deletion-cost`` annotation) and scales down by that many.
     ``resume(target, names)`` admits again on drained pods that are kept after all (the scale-down
-    failed, or the decision changed).
+    failed, or the decision changed). ``resume_orphans(target)`` admits again on pods a controller
+    drained and then left (killed, deposed): drains it owns on pods that are not terminating; a
+    new leader calls it once per target, and returns the names it resumed.
     """
 
     def drain(self, target: Target, count: int) -> list[str]: ...
 
     def resume(self, target: Target, names: Sequence[str]) -> None: ...
+
+    def resume_orphans(self, target: Target) -> list[str]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +110,8 @@ class PodEndpoint:
     name: str
     ip: str
     ready: bool
+    #: Being deleted (``deletionTimestamp`` set): on its way out, whatever its gate says.
+    terminating: bool = False
 
 
 class PodDirectory(Protocol):

@@ -19,13 +19,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from apscheduler.executors.pool import ThreadPoolExecutor as SchedulerPool
 from apscheduler.schedulers.background import BackgroundScheduler
 from kubernetes import client
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from fleetslo.control.actuators.engine_args import EngineArgsActuator
 from fleetslo.control.actuators.fleet import FleetActuator
@@ -43,8 +41,9 @@ from fleetslo.control.actuators.wrappers import (
     PodMarker,
 )
 from fleetslo.control.audit import Auditor
+from fleetslo.control.health import Health, Heartbeat, http_server
 from fleetslo.control.instruments import ControllerMetrics
-from fleetslo.control.kube.client import connect
+from fleetslo.control.kube.client import REACHABILITY, connect
 from fleetslo.control.kube.events import KubeEventRecorder
 from fleetslo.control.kube.lease import KubeLeaseLock
 from fleetslo.control.kube.pods import KubePodDirectory, KubePodMarker
@@ -52,12 +51,12 @@ from fleetslo.control.kube.workloads import Workloads
 from fleetslo.control.leader import AlwaysLeader, LeaderElector
 from fleetslo.control.loop import Binding, Controller
 from fleetslo.control.ports import BatchLimitActuator, Drainer, PodDirectory, ReplicaActuator, Source
+from fleetslo.control.resources import Held, StatusAuditor, StatusWriter
 from fleetslo.control.settings import ControllerSettings, SourceKind
 from fleetslo.control.sources.direct import DirectSource
 from fleetslo.control.sources.prometheus import PrometheusClient, PrometheusSource
-from fleetslo.core.config import parse_listen
 from fleetslo.core.errors import ConfigError
-from fleetslo.core.spec import BatchActuator, FleetSLO, Mode
+from fleetslo.core.spec import BatchActuator, FleetSLO, Mode, ReplicaActuatorKind
 from fleetslo.policy.registry import check_options, make_policy
 
 log = logging.getLogger("fleetslo.run")
@@ -92,6 +91,8 @@ class Running:
     metrics: ControllerMetrics
     elector: LeaderElector | None
     closers: list[Callable[[], None]] = field(default_factory=list)
+    #: Whether the last Kubernetes API call got an answer (``None``: none made yet).
+    api_reachable: Callable[[], bool | None] = lambda: None
 
 
 def make_fleet(
@@ -104,6 +105,9 @@ def make_fleet(
     }.get(spec.batch_limit.actuator)  # fmt: skip
     drainer: Drainer | None = actuators.gate if drain and actuators.gate is not None else None
     replicas, marker = actuators.replicas, actuators.marker
+    if spec.replicas.actuator == ReplicaActuatorKind.EXTERNAL:
+        # Another autoscaler follows the published count and removes replicas itself: no drain.
+        replicas, drainer, marker = DryRunReplicas(replicas), None, None
     if dry_run or spec.mode == Mode.ADVISORY:
         replicas = DryRunReplicas(replicas)
         batch = DryRunBatchLimit(batch) if batch is not None else None
@@ -140,7 +144,8 @@ def make_gate(settings: ControllerSettings, env: Environment, pods: PodDirectory
         raise ConfigError("gate.token_file: required when a FleetSLO uses batch_limit.actuator: gate")
     g = settings.gate
     return GateActuator(pods, env.gate_token, admin_port=g.admin_port, timeout=g.timeout,
-                        drain_timeout=g.drain_timeout)  # fmt: skip
+                        drain_timeout=g.drain_timeout, drain_ttl=g.drain_ttl,
+                        owner=settings.leader_election.identity or env.identity)  # fmt: skip
 
 
 def build(
@@ -148,8 +153,12 @@ def build(
     specs: Sequence[FleetSLO],
     env: Environment,
     api: client.ApiClient | None = None,
+    *,
+    status: StatusWriter | None = None,
+    held: Sequence[Held] = (),
 ) -> Running:
-    """Every part of a controller for ``specs``, connected to the cluster (``api``, or ``connect``)."""
+    """Every part of a controller for ``specs``, connected to the cluster (``api``, or ``connect``);
+    with ``status``, the reconciles of the ``held`` resources are written into their status too."""
     check_options(settings.policy, settings.policy_options)  # a typo stops here, before any cluster call
     api = api or connect(settings.kubernetes, in_pod=env.in_pod)
     workloads = Workloads(api)
@@ -174,14 +183,17 @@ def build(
     ]  # fmt: skip
     tracer, tracer_shutdown = make_tracer(settings)
     auditor = Auditor(metrics, events, tracer)
+    if status is not None:
+        auditor = StatusAuditor(metrics, events, tracer, status, held, dry_run=settings.dry_run)
     controller = Controller(bindings, auditor, leader=leader, backoff=settings.backoff,
-                            permanent_retry=settings.permanent_retry)  # fmt: skip
+                            permanent_retry=settings.permanent_retry,
+                            api_budget=settings.kubernetes.api_budget)  # fmt: skip
     closers = [c for c in (getattr(source, "close", None),) if c is not None]
     if actuators.gate is not None:
         closers.append(actuators.gate.close)
     if tracer_shutdown is not None:
         closers.append(tracer_shutdown)
-    return Running(controller, metrics, elector, closers)
+    return Running(controller, metrics, elector, closers, REACHABILITY.reachable)
 
 
 def _elector(settings: ControllerSettings, env: Environment, api: client.ApiClient) -> LeaderElector | None:
@@ -219,28 +231,6 @@ def make_tracer(settings: ControllerSettings) -> tuple[Any, Callable[[], None] |
 # --------------------------------------------------------------------------------------------
 
 
-class Heartbeat:
-    """When each target's job last ran (any outcome), for ``/healthz`` and ``/readyz``."""
-
-    def __init__(self, names: Sequence[str], clock: Callable[[], float] = time.monotonic) -> None:
-        self.names, self.clock = list(names), clock
-        self._beats: dict[str, float] = {}
-        self._lock = threading.Lock()
-
-    def beat(self, name: str) -> None:
-        with self._lock:
-            self._beats[name] = self.clock()
-
-    def ready(self) -> bool:
-        with self._lock:
-            return all(n in self._beats for n in self.names)
-
-    def healthy(self, max_silence: float) -> bool:
-        now = self.clock()
-        with self._lock:
-            return all(now - self._beats.get(n, now) <= max_silence for n in self.names)
-
-
 class Service:
     """A built controller, running: ``start()``, then ``stop()`` (or ``serve(stop_event)``)."""
 
@@ -249,8 +239,8 @@ class Service:
     ) -> None:
         self.running, self.settings, self.wall = running, settings, wall
         self.heartbeat = Heartbeat(list(running.controller.bindings))
-        silence = max(60.0, 5 * settings.interval)
-        self.server = _http_server(settings, running.metrics, self.heartbeat, max_silence=silence)
+        self.server = http_server(settings, running.metrics, self.heartbeat, Health.of(settings),
+                                   running.api_reachable)  # fmt: skip
         self.scheduler = _scheduler(running.controller, self.heartbeat, settings.interval, wall)
         self._election_stop = threading.Event()
         self._election: threading.Thread | None = None
@@ -300,8 +290,11 @@ def _scheduler(controller: Controller, heartbeat: Heartbeat, interval: float,
     for name in controller.bindings:
 
         def job(name: str = name) -> None:
-            controller.tick_target(name, wall())
-            heartbeat.beat(name)
+            heartbeat.start(name)
+            try:
+                controller.tick_target(name, wall())
+            finally:
+                heartbeat.beat(name)
 
         # max_instances=1: never two reconciles of one target at once; coalesce: a late job runs once.
         scheduler.add_job(
@@ -309,35 +302,3 @@ def _scheduler(controller: Controller, heartbeat: Heartbeat, interval: float,
             misfire_grace_time=max(1, int(interval)), next_run_time=datetime.now(UTC),
         )  # fmt: skip
     return scheduler
-
-
-def _http_server(settings: ControllerSettings, metrics: ControllerMetrics, heartbeat: Heartbeat,
-                 max_silence: float) -> ThreadingHTTPServer:  # fmt: skip
-    host, port = parse_listen(settings.listen)
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path.startswith("/metrics"):
-                self._answer(200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST)
-            elif self.path.startswith("/healthz"):
-                ok = heartbeat.healthy(max_silence)
-                self._answer(200 if ok else 503, b"ok\n" if ok else b"reconciles stalled\n")
-            elif self.path.startswith("/readyz"):
-                ok = heartbeat.ready()
-                self._answer(200 if ok else 503, b"ready\n" if ok else b"starting\n")
-            else:
-                self._answer(404, b"not found\n")
-
-        def _answer(self, status: int, body: bytes, content_type: str = "text/plain; charset=utf-8") -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *_: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer((host, port), Handler)
-    server.daemon_threads = True
-    return server

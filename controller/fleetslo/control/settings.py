@@ -12,11 +12,12 @@ once at load with messages that name the key, the value and the allowed range. T
       kind: prometheus            # or: direct (scrape the sidecars of the target's pods)
       prometheus: {url: http://prometheus:9090, bearer_token_file: ..., ca_file: ..., max_age: 1m}
       direct: {port: 9400, timeout: 2s}
-    kubernetes: {in_cluster: auto, kubeconfig: ..., context: ...}
+    kubernetes: {in_cluster: auto, kubeconfig: ..., context: ..., api_budget: 20s}
     leader_election: {enabled: true, namespace: fleetslo, name: fleetslo-controller}
     engine_args: {container: vllm, min_interval: 30m, lasting: 10m}
-    gate: {admin_port: 8081, token_file: /var/run/fleetslo/gate-token, drain_timeout: 60s}
+    gate: {admin_port: 8081, token_file: /var/run/fleetslo/gate-token, drain_timeout: 60s, drain_ttl: 30s}
     drain: {enabled: true}
+    resources: {enabled: true, namespaces: [llm], resync: 30s, conflict_check: true}   # FleetSLO resources
     backoff: [1s, 2s, 5s, 10s, 30s, 1m]
     permanent_retry: 10m
     otlp_endpoint: http://otel-collector:4318
@@ -112,6 +113,9 @@ class KubernetesSettings(_Group):
     context: str | None = None
     #: Shown as the ``source.component`` of the Events fleetslo writes.
     component: str = "fleetslo-controller"
+    #: Kubernetes API time one reconcile may spend across all its calls (each call: at most 10 s).
+    #: A hung API server fails the tick after this long, well inside the liveness limit.
+    api_budget: PositiveDuration = 20.0
 
     @field_validator("in_cluster", mode="before")
     @classmethod
@@ -174,6 +178,9 @@ class GateClientSettings(_Group):
     timeout: PositiveDuration = 2.0
     #: How long a drain may wait for in-flight requests before scaling down by what drained.
     drain_timeout: PositiveDuration = 60.0
+    #: A drain the controller started ends by itself this long after its last renewal (every poll
+    #: while waiting), so a controller killed mid-drain leaves no gate refusing requests for ever.
+    drain_ttl: PositiveDuration = 30.0
 
 
 class DrainSettings(_Group):
@@ -182,6 +189,18 @@ class DrainSettings(_Group):
     enabled: bool = True
     #: Annotate drained pods of a Deployment with this ``controller.kubernetes.io/pod-deletion-cost``.
     deletion_cost: int = -1000
+
+
+class ResourceSettings(_Group):
+    """FleetSLO custom resources (``fleetslo.io/v1alpha1``): read them, hold them, write their status."""
+
+    enabled: bool = False
+    #: Where to look (empty: every namespace, which needs cluster-wide RBAC: the chart's rbac.clusterWide).
+    namespaces: list[str] = []
+    #: How often the resources are listed again; a changed set of specs restarts the targets.
+    resync: PositiveDuration = 30.0
+    #: Refuse to enforce on a workload an HPA or KEDA ScaledObject already scales (advisory, Conflict).
+    conflict_check: bool = True
 
 
 BackoffList = Annotated[list[PositiveDuration], BeforeValidator(_durations)]
@@ -204,6 +223,7 @@ class ControllerSettings(_Group):
     engine_args: EngineArgsSettings = EngineArgsSettings()
     gate: GateClientSettings = GateClientSettings()
     drain: DrainSettings = DrainSettings()
+    resources: ResourceSettings = ResourceSettings()
     #: Delays after consecutive transient failures of one target; the last one repeats.
     backoff: BackoffList = [1.0, 2.0, 5.0, 10.0, 30.0, 60.0]
     #: After a permanent failure (RBAC, missing object, bad query), try that target again this late.
@@ -227,6 +247,17 @@ class ControllerSettings(_Group):
         if not 0.1 <= value <= 600:
             raise ValueError(f"must be between 100ms and 10m (got {value:g}s)")
         return value
+
+    @model_validator(mode="after")
+    def _drain_outlives_the_write(self) -> ControllerSettings:
+        # After the last renewal comes the scale write (at most the API budget): a drain that
+        # expired before it lands would let requests onto a replica that is being removed.
+        if self.gate.drain_ttl <= self.kubernetes.api_budget:
+            raise ValueError(
+                f"gate.drain_ttl ({self.gate.drain_ttl:g}s) must be longer than kubernetes.api_budget "
+                f"({self.kubernetes.api_budget:g}s): the drain must outlast the scale write after it"
+            )
+        return self
 
     @field_validator("backoff")
     @classmethod

@@ -111,4 +111,6 @@ def _describe(error: Mapping[str, Any]) -> str:
         return f"{key}: unknown key"
     if any(word in key.lower() for word in ("token", "secret", "password")):
         return f"{key}: {message}"  # never echo a credential, even a bad one
+    if "(got " in message:  # the validator already quoted the value
+        return f"{key}: {message}"
     return f"{key}: {message} (got {error.get('input')!r})"

@@ -8,6 +8,7 @@ This module is data only: it must not import anything with I/O.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Final
 
@@ -246,6 +247,19 @@ def window_label(seconds: float) -> str:
 #: FleetSLO's ``metadata.name`` (unique per spec file, one document per scaled target).
 LABEL_TARGET: Final = "target"
 LABEL_NAMESPACE: Final = "namespace"
+#: The scaled workload's name (with ``namespace``, what one SLO is about: two Deployments serving
+#: one model are two SLOs). Series carry ``namespace`` and ``pod`` (Prometheus Operator's pod
+#: monitors set both); a target's pods are matched by name (``pod_regex``).
+LABEL_WORKLOAD: Final = "workload"
+LABEL_POD: Final = "pod"
+#: How each kind of workload names its pods (RE2, anchored by PromQL's ``=~``), by kind.
+POD_NAME_PATTERNS: Final = {
+    "Deployment": "{name}-[a-z0-9]{{1,10}}-[a-z0-9]{{5}}",
+    "StatefulSet": "{name}-[0-9]+",
+    # vLLM's API server (and its /metrics) runs on the group's leader, name-<group>; workers are
+    # name-<group>-<index>. Both are matched: a worker that exports nothing costs nothing.
+    "LeaderWorkerSet": "{name}-[0-9]+(-[0-9]+)?",
+}
 LABEL_MODE: Final = "mode"
 #: Burn-rate alerts carry the two windows they compare, e.g. ``long_window="1h"``.
 LABEL_LONG_WINDOW: Final = "long_window"
@@ -254,7 +268,8 @@ LABEL_SHORT_WINDOW: Final = "short_window"
 SEVERITY_PAGE: Final = "page"
 SEVERITY_TICKET: Final = "ticket"
 
-# per SLO (labels model_name, slo): the SLI over alerting windows and over the budget period
+# per SLO (labels namespace, workload, model_name, slo): the SLI over alerting windows and over the
+# budget period, counted where the user is (the gate when present: its queue and rejections count)
 RULE_SLO_REQUESTS_RATE5M: Final = "fleetslo:slo_requests:rate5m"
 RULE_SLO_ERRORS_RATE5M: Final = "fleetslo:slo_errors:rate5m"
 RULE_SLO_ERROR_RATIO_PERIOD: Final = "fleetslo:slo_error_ratio:period"
@@ -277,6 +292,21 @@ RULE_VLLM_WAITING: Final = "fleetslo:vllm_requests_waiting:sum"
 RULE_VLLM_RUNNING: Final = "fleetslo:vllm_requests_running:sum"
 
 
+def pod_regex(kind: str, name: str) -> str:
+    """The pods of workload ``name`` of ``kind`` (``Deployment``, ``StatefulSet``, ``LeaderWorkerSet``)."""
+    return POD_NAME_PATTERNS[kind].format(name=re.escape(name))
+
+
+def rule_slo_requests(window: str) -> str:
+    """The recorded rate of requests an SLO counts in ``window`` (``5m`` is ``RULE_SLO_REQUESTS_RATE5M``)."""
+    return f"fleetslo:slo_requests:rate{window}"
+
+
+def rule_slo_good(window: str) -> str:
+    """The recorded rate of requests within the threshold in ``window``."""
+    return f"fleetslo:slo_good:rate{window}"
+
+
 def rule_slo_error_ratio(window: str) -> str:
     """The recorded share of requests over the threshold in ``window`` (``5m``, ``1h``, ``3d``)."""
     return f"fleetslo:slo_error_ratio:rate{window}"
@@ -291,6 +321,7 @@ class AlertName(StrEnum):
     MODEL_NOT_SCRAPED = "FleetsloModelNotScraped"
     VLLM_TARGET_DOWN = "FleetsloVllmTargetDown"
     ENGINE_DOWN = "FleetsloEngineDown"
+    ENGINE_STUCK_STARTING = "FleetsloEngineStuckStarting"
     SIDECAR_DOWN = "FleetsloSidecarDown"
     ENGINE_METRICS_STALE = "FleetsloEngineMetricsStale"
     QUEUE_GROWING = "FleetsloQueueGrowing"

@@ -50,18 +50,6 @@ class EngineScrapeError(Transient):
         self.reason = reason
 
 
-class NoData(Transient):
-    """A required signal is absent (not zero: absent)."""
-
-    reason = "no_data"
-
-
-class StaleData(Transient):
-    """A signal exists but is older than the freshness bound."""
-
-    reason = "stale"
-
-
 # --- reading GPUs ---------------------------------------------------------------------------
 
 

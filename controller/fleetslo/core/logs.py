@@ -2,6 +2,10 @@
 
 Extra fields passed with ``logger.info(msg, extra={"fields": {...}})`` are merged into the object,
 which is how decisions are audited (``reason``, ``target``, …) without string parsing.
+
+Quiet by default: the libraries that log one line per request or per job run (httpx's "HTTP
+Request", APScheduler's "Running job" / "executed successfully") only say warnings unless the
+level is ``debug``, where everything is shown.
 """
 
 from __future__ import annotations
@@ -28,9 +32,20 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, default=str)
 
 
+#: Loggers that speak once per request or per scheduler tick: warnings only, unless debugging.
+CHATTY_LOGGERS = ("httpx", "httpcore", "apscheduler", "aiohttp.access", "kubernetes.client.rest")
+
+#: The levels ``--log-level`` accepts.
+LEVELS = ("debug", "info", "warning", "error")
+
+
 def configure(level: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
-    root.setLevel(getattr(logging, level.upper(), logging.INFO))
+    chosen = getattr(logging, level.upper(), logging.INFO)
+    root.setLevel(chosen)
+    quiet = logging.NOTSET if chosen <= logging.DEBUG else max(chosen, logging.WARNING)
+    for name in CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(quiet)

@@ -40,6 +40,9 @@ log = logging.getLogger("fleetslo.exporter")
 GATE_SHUTDOWN_GRACE = 25.0
 #: Seconds a connection to ``/metrics`` may sit idle or half-sent before it is closed.
 SERVER_IDLE_TIMEOUT = 30.0
+#: At most one "scrape failed" warning per this many seconds (the rest at debug level): a vLLM
+#: that takes minutes to start must not write a warning per scrape interval.
+SCRAPE_WARNING_EVERY_S = 30.0
 
 
 class Sidecar:
@@ -60,6 +63,8 @@ class Sidecar:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(self.collector)
         self.scrapes_attempted = 0
+        self._warned_at = -math.inf
+        self._failures_unreported = 0
         #: Each returns why the sidecar is not ready (e.g. the gate is draining), or ``None``.
         self._readiness: list[Callable[[], str | None]] = []
         self._scraper: VllmScraper | None = None
@@ -87,8 +92,11 @@ class Sidecar:
             page = await self._scraper.scrape()
         except EngineScrapeError as exc:
             self.tracker.record_failure(self.clock(), time.perf_counter() - started, exc)
-            log.warning("scrape failed: %s", exc)
+            self._warn_throttled(exc)
         else:
+            if self._warned_at > -math.inf:
+                log.info("scraping %s again", self.settings.vllm_url)
+                self._warned_at, self._failures_unreported = -math.inf, 0
             duration = time.perf_counter() - started
             self.tracker.record_success(
                 self.clock(), duration, page.models, wall=self.wall_clock(),
@@ -100,6 +108,18 @@ class Sidecar:
             # Same instants as the tracker's ring, so gate and vLLM windows cover the same span.
             self.collector.exact.snapshot(self.clock())
         self.scrapes_attempted += 1
+
+    def _warn_throttled(self, exc: EngineScrapeError) -> None:
+        now = self.clock()
+        if now - self._warned_at < SCRAPE_WARNING_EVERY_S:
+            self._failures_unreported += 1
+            log.debug("scrape failed: %s", exc)
+            return
+        more = f" ({self._failures_unreported} more failures since the last warning)" * bool(
+            self._failures_unreported
+        )
+        log.warning("scrape failed: %s%s", exc, more)
+        self._warned_at, self._failures_unreported = now, 0
 
     def _warn_rejected(self, families: Mapping[str, frozenset[str]]) -> None:
         """One warning per minute at most: a page that stays bad must not flood the log."""
@@ -259,15 +279,21 @@ def tune_gc_for_serving() -> None:
 def run_exporter(
     settings: ExporterSettings, gpu: GpuSettings | None = None, gate: GateServerSettings | None = None
 ) -> int:
-    """Entry point of ``fleetslo exporter``: serve until SIGTERM or SIGINT, then exit 0."""
+    """Entry point of ``fleetslo exporter``: serve until SIGTERM (exit 0) or SIGINT (exit 130)."""
     tune_gc_for_serving()
+    received: list[int] = []
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+
+        def stopping(signum: int) -> None:
+            received.append(signum)
+            stop.set()
+
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, stopping, sig)
         await serve(settings, stop, gpu, gate)
 
     asyncio.run(main())
-    return 0
+    return 128 + signal.SIGINT if signal.SIGINT in received else 0

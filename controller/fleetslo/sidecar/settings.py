@@ -111,6 +111,10 @@ class GateServerSettings(Frozen):
     admin_token_file: str | None = None
     #: Largest request body accepted on any path; larger ones get 413 before they take a slot.
     max_body: ByteSize = Field(default=10 * 1024**2, ge=1024, le=1024**3)
+    #: Seconds of the upstream's clock per wall second: 1 for a real vLLM; ``fleetslo demo``'s
+    #: sim-servers run K× faster than the wall, and latencies measured in wall seconds would be K×
+    #: smaller than the simulated ones on their pages and than the SLO targets (one clock for all).
+    time_scale: float = Field(default=1.0, gt=0, le=1000)
     #: A connection must send a whole request within this long of opening (or of its previous
     #: answer), else it is closed: slow or idle clients cannot hold the port (aiohttp's own
     #: default is an hour).

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import random
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable
 from heapq import heappop, heappush
@@ -45,6 +46,7 @@ class Engine:
         limit: int | None = None,
         rng: random.Random | None = None,
         max_run_steps: int | None = None,
+        request_histograms: bool = True,
     ) -> None:
         st = profile.step_time
         self.c0, self.c_seq, self.c_pf = st.overhead_s, st.per_seq_s, st.per_prefill_token_s
@@ -54,6 +56,12 @@ class Engine:
         self.kv_cap = profile.kv_capacity_tokens
         self.limit = self.max_seqs if limit is None else max(1, min(limit, self.max_seqs))
         self.metrics = metrics
+        # The API server's time (profile.frontend): the client sees the first token this much later
+        # than the engine makes it, and each later token this much later again; vLLM's page does not.
+        fe = profile.frontend
+        self.fe_request = fe.per_request_s if fe else 0.0
+        self.fe_prompt = fe.per_prompt_token_s if fe else 0.0
+        self.fe_output = fe.per_output_token_s if fe else 0.0
         self._noise = _noise_sampler(st.noise_cv, rng)
         self.noisy = st.noise_cv > 0
         #: Forces runs of at most this many steps (the step-by-step reference in tests).
@@ -77,6 +85,9 @@ class Engine:
         self.chunks: list[tuple[SimRequest, int]] = []
         #: When set, every finished request is appended here (closed-loop drivers need to know).
         self.finished: list[SimRequest] | None = None
+        #: False: leave the queue/prefill/e2e/decode/inference histograms alone (a fleet whose scrapes
+        #: never read them saves five observations per request; TTFT, ITL and TPOT are always kept).
+        self.request_histograms = request_histograms
 
     # ---------------------------------------------------------------------------------- inputs
 
@@ -89,10 +100,6 @@ class Engine:
     def set_limit(self, limit: int) -> None:
         """The live batch limit: applies from the next step; running sequences are never evicted."""
         self.limit = max(1, min(limit, self.max_seqs))
-
-    @property
-    def busy_now(self) -> bool:
-        return self.run_left > 0
 
     def can_admit(self) -> bool:
         """Whether a request that arrives now could join the batch at the next step boundary."""
@@ -207,7 +214,8 @@ class Engine:
         self.run_a = (self.c0 + self.c_seq * n + self.c_kv * (self.ctx_base + n * self.step)) * f
         self.run_b = self.c_kv * n * f
         self.run_left = steps
-        self.run_end = self.clock + _run_time(self.run_a, self.run_b, self.run_left)
+        # _run_time, inlined: this runs once per planned run
+        self.run_end = self.clock + steps * self.run_a + self.run_b * steps * (steps - 1) / 2
 
     # ------------------------------------------------------------------------------- execution
 
@@ -215,7 +223,7 @@ class Engine:
         """Apply ``n`` steps of the planned pure-decode run."""
         a, b, batch = self.run_a, self.run_b, self.n_dec
         t0, step0 = self.clock, self.step
-        dt = _run_time(a, b, n)
+        dt = n * a + b * n * (n - 1) / 2  # _run_time, inlined (hot path)
         m = self.metrics
         m.itl.observe_linear(a, b, n, batch)
         m.generation_tokens += n * batch
@@ -236,7 +244,10 @@ class Engine:
         dt = self.run_a
         m = self.metrics
         if self.n_dec:
-            m.itl.observe_linear(dt, 0.0, 1, self.n_dec)
+            # itl.observe_linear(dt, 0.0, 1, n_dec), inlined: one gap of dt for every decoder
+            itl = m.itl
+            itl.counts[bisect_left(itl.bounds, dt)] += self.n_dec
+            itl.sum += self.n_dec * (dt + 0.0)
             m.generation_tokens += self.n_dec
         self.clock += dt
         self.busy += dt
@@ -263,10 +274,11 @@ class Engine:
         self.prefill_kv -= req.target
         m.generation_tokens += 1
         if req.first_token is None:
-            req.first_token = now
+            req.first_token = now + self._frontend_first(req)
             m.ttft.observe(now - req.engine_arrival)
-            m.queue.observe((req.scheduled or now) - req.engine_arrival)
-            m.prefill.observe(now - (req.scheduled or now))
+            if self.request_histograms:
+                m.queue.observe((req.scheduled or now) - req.engine_arrival)
+                m.prefill.observe(now - (req.scheduled or now))
             m.prompt_tokens += req.input_tokens
         remaining = req.output_tokens - req.emitted - 1
         if remaining <= 0:
@@ -285,18 +297,23 @@ class Engine:
         req.join_step = -1
         self._record_finish(req, when)
 
+    def _frontend_first(self, req: SimRequest) -> float:
+        return self.fe_request + self.fe_prompt * req.input_tokens
+
     def _record_finish(self, req: SimRequest, when: float) -> None:
-        req.finish = when
+        shift = self._frontend_first(req)
+        req.finish = when + shift + self.fe_output * (req.output_tokens - 1)
         self.outstanding -= 1
         if self.finished is not None:
             self.finished.append(req)
         m = self.metrics
-        first = req.first_token if req.first_token is not None else when
-        scheduled = req.scheduled if req.scheduled is not None else when
+        first = req.first_token - shift if req.first_token is not None else when
         m.success += 1
-        m.e2e.observe(when - req.engine_arrival)
-        m.decode.observe(when - first)
-        m.inference.observe(when - scheduled)
+        if self.request_histograms:
+            scheduled = req.scheduled if req.scheduled is not None else when
+            m.e2e.observe(when - req.engine_arrival)
+            m.decode.observe(when - first)
+            m.inference.observe(when - scheduled)
         # vLLM observes 0 for a one-token request (stats.py: "if num_generation_tokens - 1 > 0 else 0").
         n = req.output_tokens - 1
         m.tpot.observe((when - first) / n if n > 0 else 0.0)

@@ -28,6 +28,9 @@ from fleetslo.sim.profile import EngineProfile
 from fleetslo.sim.records import SimRequest
 from fleetslo.sim.vllm_metrics import EngineMetrics
 
+#: Histograms every engine records; the others only when a scrape keeps them.
+_ALWAYS_RECORDED = frozenset({cv.Histogram.TTFT, cv.Histogram.ITL, cv.Histogram.TPOT})
+
 
 class Phase(StrEnum):
     STARTING = "starting"
@@ -112,6 +115,9 @@ class Fleet:
         self.last_scrape: float | None = None
         self._seq = 0
         self._max_tokens = min(profile.max_model_len, profile.kv_capacity_tokens)
+        kept = config.scrape_histograms
+        #: Whether any scrape reads the per-request histograms beyond TTFT, ITL and TPOT.
+        self._request_histograms = kept is None or bool(set(kept) - _ALWAYS_RECORDED)
 
     # ----------------------------------------------------------------------------- lifecycle
 
@@ -155,7 +161,9 @@ class Fleet:
 
     def _make_ready(self, replica: Replica, now: float) -> None:
         metrics = EngineMetrics(self.config.model_name, self.config.buckets)
-        engine = Engine(self.profile, metrics, limit=self.limit, rng=self.rng)
+        engine = Engine(
+            self.profile, metrics, limit=self.limit, rng=self.rng, request_histograms=self._request_histograms
+        )
         engine.clock = now
         replica.engine = engine
         replica.phase = Phase.READY

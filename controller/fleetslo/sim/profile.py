@@ -49,6 +49,20 @@ class StepTime(_Frozen):
     noise_cv: float = Field(default=0.0, ge=0, le=1)
 
 
+class Frontend(_Frozen):
+    """The API server's time around the engine, as a client sees it (``fleetslo profile`` fits it).
+
+    vLLM's own TTFT starts when the engine client gets the request, after the HTTP parsing, chat
+    template and tokenizing, and ends before detokenizing and streaming; a client's includes both.
+    The first token reaches the client ``per_request_s + per_prompt_token_s·prompt`` after the
+    engine made it, and every later one ``per_output_token_s`` later than the engine's pace.
+    """
+
+    per_request_s: float = Field(default=0.0, ge=0)
+    per_prompt_token_s: float = Field(default=0.0, ge=0)
+    per_output_token_s: float = Field(default=0.0, ge=0)
+
+
 class Provenance(_Frozen):
     """Where the numbers came from: each list names profile keys with a one-line source."""
 
@@ -96,6 +110,8 @@ class EngineProfile(_Frozen):
     kv_capacity_tokens: int = Field(ge=1)
     gpu_hour_usd: float = Field(default=0.0, ge=0)
     step_time: StepTime
+    #: The API server's share of client latency; ``None``: not modelled (the engine's clock only).
+    frontend: Frontend | None = None
     calibration: Calibration | None = None
     provenance: Provenance = Provenance()
 

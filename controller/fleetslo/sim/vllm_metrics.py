@@ -13,7 +13,7 @@ must not decide anything or know about the fleet.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 
 from fleetslo.core import conventions as cv
@@ -100,10 +100,6 @@ class Hist:
             running += c
             counts.append(float(running))
         return BucketHistogram((*self.bounds, math.inf), tuple(counts), self.sum)
-
-    def count_le(self, value: float) -> int:
-        """Observations in buckets whose bound is ``<= value`` (tests use it)."""
-        return sum(self.counts[: bisect_right(self.bounds, value)])
 
 
 def _count_at_or_below(first: float, step: float, n: int, bound: float) -> int:

@@ -109,10 +109,34 @@ seccompProfile:
   "engine_args" (dict "container" "vllm")
   "gate" (dict "admin_port" (int $v.vllm.sidecar.ports.admin) "token_file" "/var/run/fleetslo/gate-token/token")
 -}}
+{{- $_ := set $base "resources" (dict "enabled" $v.fleetsloResources.enabled "namespaces" (include "fleetslo.watchedNamespaces" . | splitList "\n" | compact) "resync" $v.fleetsloResources.resync) -}}
 {{- if $v.controller.prometheusToken.secretName -}}
 {{- $_ := set $base "source" (dict "prometheus" (dict "bearer_token_file" "/var/run/fleetslo/prometheus-token/token")) -}}
 {{- end -}}
 {{- toYaml (mustMergeOverwrite $base (deepCopy $v.controller.config)) -}}
+{{- end -}}
+
+{{/* Seconds in a duration of the controller settings: a number, or "90s", "2m", "1h". */}}
+{{- define "fleetslo.seconds" -}}
+{{- $d := toString . -}}
+{{- if hasSuffix "ms" $d -}}{{ div (int (trimSuffix "ms" $d)) 1000 }}
+{{- else if hasSuffix "s" $d -}}{{ int (float64 (trimSuffix "s" $d)) }}
+{{- else if hasSuffix "m" $d -}}{{ mul (int (trimSuffix "m" $d)) 60 }}
+{{- else if hasSuffix "h" $d -}}{{ mul (int (trimSuffix "h" $d)) 3600 }}
+{{- else -}}{{ int (float64 $d) }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The controller pod's grace period: the longest reconcile it may be finishing when stopped (a drain
+to gate.drain_timeout, then the scale write within kubernetes.api_budget), plus time to release
+the Lease. The settings' defaults are 60 s and 20 s.
+*/}}
+{{- define "fleetslo.controllerGracePeriod" -}}
+{{- $cfg := fromYaml (include "fleetslo.controllerConfig" .) -}}
+{{- $drain := include "fleetslo.seconds" (dig "gate" "drain_timeout" 60 $cfg) | int -}}
+{{- $budget := include "fleetslo.seconds" (dig "kubernetes" "api_budget" 20 $cfg) | int -}}
+{{- add $drain $budget 15 -}}
 {{- end -}}
 
 {{/*
@@ -220,8 +244,19 @@ drained scale-down); create and patch Events.
 {{- default (include "fleetslo.partname" (dict "root" . "suffix" "gate-token")) .Values.gateToken.existingSecret -}}
 {{- end -}}
 
-{{/* Whether a FleetSLO uses the gate (then the controller needs the token). */}}
+{{/*
+The namespaces watched for FleetSLO resources, one per line: fleetsloResources.namespaces, else the
+release namespace; nothing with rbac.clusterWide (every namespace) or with the resources off.
+*/}}
+{{- define "fleetslo.watchedNamespaces" -}}
+{{- if and .Values.fleetsloResources.enabled (not .Values.rbac.clusterWide) -}}
+{{- default (list .Release.Namespace) .Values.fleetsloResources.namespaces | uniq | sortAlpha | join "\n" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Whether a FleetSLO uses the gate (then the controller needs the token); any FleetSLO resource may. */}}
 {{- define "fleetslo.usesGate" -}}
+{{- if .Values.fleetsloResources.enabled }}true{{ end -}}
 {{- range .Values.slos -}}
 {{- if eq (dig "batch_limit" "actuator" "none" .spec) "gate" }}true{{ end -}}
 {{- end -}}

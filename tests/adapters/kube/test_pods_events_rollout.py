@@ -48,7 +48,7 @@ def test_lists_the_targets_ready_pods_by_its_selector(kapi: KubeApi) -> None:
     assert pods == [
         PodEndpoint("qwen-a", "10.0.0.1", True),
         PodEndpoint("qwen-b", "10.0.0.2", False),
-        PodEndpoint("qwen-c", "10.0.0.3", False),  # terminating: not serving
+        PodEndpoint("qwen-c", "10.0.0.3", False, terminating=True),  # not serving: leaving
     ]
     assert kapi.requests("get")[-1].params["labelSelector"] == "app=qwen"
 

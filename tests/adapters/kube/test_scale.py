@@ -33,7 +33,7 @@ def workload(kind: TargetKind, replicas: int, ready: int, existing: int | None =
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("kind", list(TargetKind))
+@pytest.mark.parametrize("kind", list(RESOURCES))  # the kinds with a scale subresource
 def test_reads_counts_and_scales_through_the_scale_subresource(kapi: KubeApi, kind: TargetKind) -> None:
     kapi.put(RESOURCES[kind], workload(kind, replicas=4, ready=3))
     target = Target(kind=kind, namespace="infer", name="qwen", model_name="qwen")

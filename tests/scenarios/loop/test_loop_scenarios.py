@@ -16,6 +16,7 @@ import pytest
 from fleetslo.control.audit import Auditor
 from fleetslo.control.instruments import ControllerMetrics
 from fleetslo.control.loop import Binding, Controller, Outcome
+from fleetslo.control.ports import Deposed
 from fleetslo.control.service import Actuators, make_fleet
 from fleetslo.core.errors import ApiUnavailable, BadQuery, Forbidden, RateLimited, SourceUnavailable
 from fleetslo.core.model import Observation, ReplicaCounts
@@ -32,6 +33,11 @@ class Leader:
 
     def is_leader(self) -> bool:
         return self.leading
+
+    def fence(self) -> float:
+        if not self.leading:
+            raise Deposed("test: not leading")
+        return float("inf")
 
 
 def busy(utilization: Callable[[int], float]) -> FakeSource:

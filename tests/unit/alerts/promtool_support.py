@@ -23,6 +23,13 @@ from tests.support import require_tool
 
 MODEL = "m"
 TARGET = "m-slo"
+NAMESPACE, WORKLOAD = "llm", "m-deploy"
+#: A pod of the spec's Deployment, as a pod monitor labels its series (``pod_regex`` matches it).
+POD = {"namespace": NAMESPACE, "pod": f"{WORKLOAD}-7d9f8c6b5-x2x4z"}
+#: A pod of another Deployment serving the same model in the same namespace: another SLO.
+OTHER_POD = {"namespace": NAMESPACE, "pod": f"{WORKLOAD}-canary-6c8b7f5d4-q9w8e"}
+#: The labels of the spec's recorded SLO series.
+SLO_LABELS = {"namespace": NAMESPACE, "workload": WORKLOAD, "model_name": MODEL}
 
 
 def spec_document(**objectives: Any) -> dict[str, Any]:
@@ -33,7 +40,7 @@ def spec_document(**objectives: Any) -> dict[str, Any]:
         "kind": "FleetSLO",
         "metadata": {"name": TARGET},
         "spec": {
-            "target": {"name": "m-deploy", "namespace": "llm", "model_name": MODEL},
+            "target": {"name": WORKLOAD, "namespace": NAMESPACE, "model_name": MODEL},
             "objectives": objs,
             "replicas": {"min": 1, "max": 4},
         },
@@ -144,12 +151,5 @@ def render(template: str, labels: Mapping[str, str], value: float) -> str:
 def expected(alert: Alert, series: Mapping[str, str], value: float) -> dict[str, Any]:
     """One ``exp_alerts`` entry: the series' labels plus the rule's, annotations rendered."""
     labels = {**series, **alert.labels}
-    annotations = {
-        key: render(text, labels, value)
-        for key, text in (
-            ("summary", alert.summary),
-            ("description", alert.description),
-            ("runbook", alert.runbook),
-        )
-    }
+    annotations = {key: render(text, labels, value) for key, text in alert.to_dict()["annotations"].items()}
     return {"exp_labels": labels, "exp_annotations": annotations}

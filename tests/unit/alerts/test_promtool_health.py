@@ -17,7 +17,7 @@ from fleetslo.generate.alerts.rules import Alert
 from fleetslo.generate.alerts.spec import target_spec
 from fleetslo.generate.alerts.target_rules import target_group
 
-from tests.unit.alerts.promtool_support import MODEL, TARGET, expected, run_promtool, spec, write_rules
+from tests.unit.alerts.promtool_support import MODEL, POD, TARGET, expected, run_promtool, spec, write_rules
 
 pytestmark = pytest.mark.integration
 A = cv.AlertName
@@ -63,12 +63,49 @@ HEALTH_CASES = [
     ),
     Case(
         A.ENGINE_DOWN,
-        "the sidecar reports its vLLM down",
+        "the sidecar reports its vLLM down after serving",
         [
             series("fleetslo_engine_up", {**SIDECAR_A, **M}, "1x5 0x10"),
+            series("fleetslo_engine_last_success_timestamp_seconds", SIDECAR_A, "0+60x5 300x10"),
             series("fleetslo_engine_up", {"job": "sidecar", "instance": "b:9400", **M}, "1x15"),
+            series(
+                "fleetslo_engine_last_success_timestamp_seconds",
+                {"job": "sidecar", "instance": "b:9400"},
+                "0+60x15",
+            ),
         ],
         fires(8, {**SIDECAR_A, **M}, 0),
+    ),
+    Case(
+        A.ENGINE_DOWN,
+        "a replica in its cold start (never served yet) does not page",
+        [
+            series("fleetslo_engine_up", {**SIDECAR_A, cv.MODEL_LABEL: ""}, "0x25"),
+        ],
+        [(10, []), (25, [])],
+    ),
+    Case(
+        A.ENGINE_DOWN,
+        "a sidecar that served, then lost vLLM before learning its model, names it as unknown",
+        [
+            series("fleetslo_engine_up", {**SIDECAR_A, cv.MODEL_LABEL: ""}, "1x5 0x10"),
+            series("fleetslo_engine_last_success_timestamp_seconds", SIDECAR_A, "0+60x5 300x10"),
+        ],
+        fires(8, {**SIDECAR_A, cv.MODEL_LABEL: "(unknown model)"}, 0),
+    ),
+    Case(
+        A.ENGINE_STUCK_STARTING,
+        "vLLM never answers in 30 minutes; a replica that started in 6 minutes stays quiet",
+        [
+            series("fleetslo_engine_up", {**SIDECAR_A, **M}, "0x40"),
+            series("fleetslo_engine_up", {"job": "sidecar", "instance": "b:9400", **M}, "0x6 1x34"),
+            series(
+                "fleetslo_engine_last_success_timestamp_seconds",
+                {"job": "sidecar", "instance": "b:9400"},
+                "_x6 360+60x34",
+            ),
+        ],
+        fires(30, {**SIDECAR_A, **M}, 0),
     ),
     Case(
         A.SIDECAR_DOWN,
@@ -204,23 +241,36 @@ HEALTH_CASES = [
 
 T = {cv.LABEL_TARGET: TARGET}
 TTFT = "vllm:time_to_first_token_seconds"
+MP = {**M, **POD}
 TARGET_CASES = [
     Case(A.MODEL_NOT_SCRAPED, "no vLLM series for the model", [series("up", VLLM_A, "1x10")], fires(5, M, 1)),
     Case(
         A.MODEL_NOT_SCRAPED,
         "the model is served (under the escaped name)",
         [
-            series("vllm_num_requests_running", {**VLLM_A, **M}, "1x10"),
+            series("vllm_num_requests_running", {**VLLM_A, **MP}, "1x10"),
         ],
         [(10, [])],
+    ),
+    Case(
+        A.MODEL_NOT_SCRAPED,
+        "the model is served, but only by another Deployment: this target is not",
+        [
+            series(
+                "vllm:num_requests_running",
+                {**VLLM_A, **M, "namespace": "llm", "pod": "other-6c8b7f5d4-q9w8e"},
+                "1x10",
+            ),
+        ],
+        fires(5, M, 1),
     ),
     Case(
         A.PINNED_AT_MAX,
         "desired at max (4) while half the requests are slow",
         [
             series("fleetslo_controller_desired_replicas", T, "4x20"),
-            series(f"{TTFT}_count", M, "0+100x20"),
-            series(f"{TTFT}_bucket", {**M, "le": "0.5"}, "0+50x20"),
+            series(f"{TTFT}_count", MP, "0+100x20"),
+            series(f"{TTFT}_bucket", {**MP, "le": "0.5"}, "0+50x20"),
         ],
         fires(16, {}, 4),
     ),
@@ -229,8 +279,8 @@ TARGET_CASES = [
         "below max while burning",
         [
             series("fleetslo_controller_desired_replicas", T, "3x20"),
-            series(f"{TTFT}_count", M, "0+100x20"),
-            series(f"{TTFT}_bucket", {**M, "le": "0.5"}, "0+50x20"),
+            series(f"{TTFT}_count", MP, "0+100x20"),
+            series(f"{TTFT}_bucket", {**MP, "le": "0.5"}, "0+50x20"),
         ],
         [(20, [])],
     ),
@@ -264,10 +314,10 @@ TARGET_CASES = [
         A.SLO_BUCKET_MISSING,
         "vLLM has no le=0.5 TTFT bucket",
         [
-            series(f"{TTFT}_count", M, "0+10x20"),
-            series(f"{TTFT}_bucket", {**M, "le": "0.25"}, "0+10x20"),
+            series(f"{TTFT}_count", MP, "0+10x20"),
+            series(f"{TTFT}_bucket", {**MP, "le": "0.25"}, "0+10x20"),
         ],
-        fires(15, {**M, cv.LABEL_SLO: "ttft"}, 150),
+        fires(15, {cv.LABEL_SLO: "ttft"}, 150),
     ),
 ]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from fleetslo.core.model import ReplicaCounts
 from fleetslo.sim.demo import outcome, view
 from fleetslo.sim.demo.scenario import DemoOptions
@@ -47,14 +49,53 @@ def test_the_live_run_is_judged_by_the_simulators_rules() -> None:
 
 def test_the_verdict_is_one_line_with_attainment_and_replica_hours() -> None:
     live = outcome.live_result(record(ttft=0.5), scenario(), OPTIONS)
-    static = outcome.live_result(record(ttft=5.0), scenario(), OPTIONS)
-    line = outcome.verdict(live, static, 1)
+    baseline = outcome.live_result(record(ttft=5.0), scenario(), OPTIONS)
+    baseline["policy"] = "keda-waiting (threshold 2) · best of 7 baselines · simulated"
+    line = outcome.verdict(live, baseline, 120.0)
     assert "\n" not in line
     assert line.startswith(
         "fleetslo held the SLO in 100% of minutes (99% of requests) for 0.07 replica-hours"
     )
-    assert "a static fleet of 1 sized for the average: 0% of minutes" in line
+    assert "the best baseline, keda-waiting (threshold 2): 0% of minutes" in line
     assert "replica hours 0.0667 live vs 0.0667 simulated" in outcome.agreement(live, live)
+
+
+def interrupted(at: float) -> outcome.LiveRecord:
+    """Ctrl-C at ``at`` simulated seconds: the requests before it served well, the rest never sent."""
+    full = record(ttft=0.5)
+    for req in full.requests:
+        if req.arrival >= at:
+            req.first_token = req.finish = None
+    return replace(full, stopped_by="SIGINT", cut=at, end=at)
+
+
+def test_a_partial_run_is_judged_on_the_part_that_ran_against_the_same_part_simulated() -> None:
+    partial = interrupted(60.0)
+    judged = outcome.judged_scenario(scenario(), partial)
+    assert len(judged.trace) == 60 and "interrupted at 1:00" in judged.trace_name
+    live = outcome.live_result(partial, judged, OPTIONS)
+    assert live["requests"] == 60 and live["window_attainment"] == 1.0 and live["interrupted"] is True
+    assert live["judged_until_s"] == 60.0
+    simulated, baseline = outcome.simulated_results(judged, OPTIONS)
+    assert simulated["requests"] == baseline["requests"] == 60
+    line = outcome.verdict(live, baseline, 120.0)
+    assert line.startswith("INTERRUPTED — judged on the first 1:00 of 2:00 (simulated)"), line
+    whole = outcome.live_result(partial, scenario(), OPTIONS)  # judged as a whole, as it was
+    assert whole["window_attainment"] == 0.0 and whole["request_attainment"] == 0.5
+
+
+def test_the_comparison_is_the_best_tuned_baseline_on_the_same_scenario() -> None:
+    best = outcome.best_baseline(scenario())
+    tried = best["baselines_tried"]
+    assert len(tried) == 1 + len(outcome.BASELINES)
+    assert any(t["policy"].startswith("static") for t in tried)
+    assert any(t["policy"].startswith("keda-waiting") for t in tried)
+    assert any(t["policy"].startswith("hpa-running") for t in tried)
+    top = max(t["window_attainment"] for t in tried)
+    assert best["window_attainment"] == top
+    cheapest = min(t["replica_hours"] for t in tried if t["window_attainment"] == top)
+    assert best["replica_hours"] <= cheapest + 1e-9 or best["request_attainment"] > 0
+    assert best["policy"].endswith(f"best of {len(tried)} baselines · simulated")
 
 
 def test_the_live_view_renders_and_summarises_in_one_line() -> None:
@@ -78,9 +119,11 @@ def test_the_live_view_renders_and_summarises_in_one_line() -> None:
         observed_ttft=None,
         observed_tpot=0.04,
         decisions=[ScaleEvent(60.0, 2, 3, 12, "ScaleUpForecast", "arrivals rising")],
+        notes=["HOST BEHIND 10×: engines p90 lag 25 ms of wall time = 0.25 s simulated (budget 0.10 s)"],
     )
     console = Console(width=120, record=True)
     console.print(view.render(status))
     text = console.export_text()
     assert "0.40 s / 2 s ✓" in text and "61.0 ms / 50 ms ✗" in text and "2 → 3" in text
     assert view.line(status).startswith("[1:15/2:00] 2.50 req/s · p90 TTFT 0.40s · p90 TPOT 61.0ms")
+    assert "HOST BEHIND 10×: engines p90 lag 25 ms" in text and "HOST BEHIND 10×" in view.line(status)

@@ -31,6 +31,11 @@ def shape(text: str) -> dict[str, tuple[str, str, frozenset[str]]]:
 
 def served_page(custom: dict[str, list[float]] | None = None, accept: str | None = None) -> tuple[bytes, str]:
     """A page after some requests went through an engine (driven directly, in virtual time)."""
+    return render(vllm_registry(page_source(custom)), accept)
+
+
+def page_source(custom: dict[str, list[float]] | None = None) -> PageSource:
+    """What the sim-server's page shows after 20 requests through a tiny engine."""
     from fleetslo.sim.engine import Engine
 
     profile = tiny_profile()
@@ -44,8 +49,7 @@ def served_page(custom: dict[str, list[float]] | None = None, accept: str | None
         engine.complete()
     for req in engine.finished:
         stats.record(req.input_tokens, req.output_tokens, req.output_tokens, req.preemptions)
-    source = PageSource(engine.refresh_gauges, stats, MODEL, 1.7e9, profile.kv_capacity_tokens)
-    return render(vllm_registry(source), accept)
+    return PageSource(engine.refresh_gauges, stats, MODEL, 1.7e9, profile.kv_capacity_tokens)
 
 
 def test_every_family_matches_a_real_vllm_page_in_type_help_and_labels() -> None:

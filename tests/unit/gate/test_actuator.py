@@ -35,6 +35,7 @@ class FakeGates:
         self.calls: list[tuple[str, str, str]] = []
         self.fail: dict[str, Callable[[], httpx.Response]] = {}
         self.finish_after_polls = 0  # draining pods report drained after this many status polls
+        self.leases: list[dict[str, object]] = []  # the bodies of POST /admin/drain (owner, ttl)
 
     def handler(self, request: httpx.Request) -> httpx.Response:
         ip, path, method = request.url.host, request.url.path, request.method
@@ -50,7 +51,10 @@ class FakeGates:
             return httpx.Response(200, json={"limit": pod["limit"]})
         if path == "/admin/drain":
             pod["draining"] = method == "POST"
-        if pod["draining"] and path == "/admin/status":
+            if method == "POST":
+                self.leases.append(json.loads(request.content))
+        # A drain is polled by renewing it (POST answers with the status) or by reading the status.
+        if pod["draining"] and (path == "/admin/status" or (path, method) == ("/admin/drain", "POST")):
             pod["polls"] = pod.get("polls", 0) + 1
             if pod["polls"] > self.finish_after_polls:
                 pod["inflight"] = 0
@@ -160,8 +164,10 @@ def test_a_drain_that_takes_a_few_polls_waits_for_it() -> None:
     gates.finish_after_polls = 3
     actuator = rig(gates, [pod("p-a", "a")], drain_timeout=60.0, poll_interval=1.0)
     assert actuator.drain(DEPLOY, 1) == ["p-a"]
-    polls = sum(1 for c in gates.calls if c[1:] == ("GET", "/admin/status"))
-    assert polls == 1 + 4  # one to choose the pod, then until the 4th poll reports drained
+    assert sum(1 for c in gates.calls if c[1:] == ("GET", "/admin/status")) == 1  # to choose the pod
+    renewals = sum(1 for c in gates.calls if c[1:] == ("POST", "/admin/drain"))
+    assert renewals == 4  # the drain, then renewed at each poll until the 4th reports drained
+    assert gates.leases == [{"owner": "fleetslo-controller", "ttl": 30.0}] * 4
 
 
 def test_below_a_pod_that_failed_to_drain_statefulset_pods_are_resumed() -> None:

@@ -131,5 +131,5 @@ def test_families_lists_every_family_the_collector_yields_with_its_type() -> Non
     tokens = [TokenWindow("m", 60.0, 6000.0, 60.0)]
     collector = GpuCollector(Source(report(FULL), window), 15.0, lambda: tokens, FakeClock(1000.0))
     yielded = {family.name: (family.type, family.documentation) for family in collector.collect()}
-    declared = {name: (kind, documentation) for name, kind, documentation in FAMILIES}
+    declared = {spec.name: (spec.kind, spec.help) for spec in FAMILIES}
     assert yielded == declared

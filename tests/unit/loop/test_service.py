@@ -21,6 +21,7 @@ from fleetslo.control.actuators.wrappers import (
 )
 from fleetslo.control.audit import Auditor
 from fleetslo.control.instruments import ControllerMetrics
+from fleetslo.control.leader import AlwaysLeader
 from fleetslo.control.loop import Binding, Controller
 from fleetslo.control.service import (
     Actuators,
@@ -58,9 +59,7 @@ def test_the_service_ticks_every_target_and_serves_health_and_metrics() -> None:
     bindings = [
         Binding(s, make_policy("static", s.spec), FakeSource(), FleetActuator(workload)) for s in slos
     ]
-    controller = Controller(
-        bindings, Auditor(metrics), leader=type("L", (), {"is_leader": lambda self: True})()
-    )
+    controller = Controller(bindings, Auditor(metrics), leader=AlwaysLeader())
     service = Service(Running(controller, metrics, None), settings).start()
     try:
         base = f"http://127.0.0.1:{service.port}"

@@ -105,7 +105,7 @@ def test_summary_table_has_every_metric_and_marks_the_best() -> None:
         "Replica-hours",
         "GPU-hours",
         "Cost / M tokens",
-        "Scale events",
+        "Replica changes",
     ):
         assert heading in summary
     assert '<td class="best">99.0 %</td>' in summary
@@ -166,7 +166,7 @@ def test_degenerate_inputs_do_not_crash() -> None:
     html = render_report([bare], "bare")
     assert "<svg" in html and "—" in html
     nothing = {"policy": "q", "windows": None, "events": None, "slo": None}
-    assert "No scale events." in render_report([nothing], "nothing")
+    assert "No decision moved a knob." in render_report([nothing], "nothing")
 
 
 def test_line_gaps_and_lone_points() -> None:
@@ -235,3 +235,42 @@ def test_screenshot_in_headless_chromium(tmp_path: Path) -> None:
     keep = os.environ.get("FLEETSLO_REPORT_SCREENSHOT")
     if keep:
         shutil.copy(png, keep)
+
+
+def _batch_chart(html: str) -> str:
+    start = html.index("<b>Batch limit</b>")
+    return html[start : html.index("</svg>", start)]
+
+
+def test_the_batch_limit_axis_is_scaled_to_the_real_limits_not_to_no_limit() -> None:
+    r = result("fleetslo")
+    for w, limit in zip(r["windows"], (1024, 8, 6, 15) * 10, strict=False):
+        w["batch_limit"] = limit
+    r["max_num_seqs"] = 1024
+    chart = _batch_chart(render_report([r], "t"))
+    ticks = [float(t) for t in re.findall(r'text-anchor="end">([0-9.]+)</text>', chart)]
+    assert ticks and 15 <= max(ticks) <= 100, ticks  # the axis ends above 15, not at 1024
+    assert "max_num_seqs, 1024)" in render_report([r], "t")
+
+
+def test_the_summary_and_the_details_count_the_same_replica_changes() -> None:
+    r = result("fleetslo")
+    r["events"] = [
+        {"t_s": 0, "replicas_from": 2, "replicas_to": 3, "batch_limit": 8, "reason": "Up", "message": ""},
+        {"t_s": 15, "replicas_from": 3, "replicas_to": 3, "batch_limit": 6, "reason": "Limit", "message": ""},
+        {"t_s": 30, "replicas_from": 3, "replicas_to": 2, "batch_limit": 6, "reason": "Down", "message": ""},
+    ]
+    r["scale_events"] = 2
+    html = render_report([r], "t")
+    assert "Decisions that moved a knob: 3 (2 replica changes, 1 batch-limit changes only)" in html
+    summary = html[html.index('<table class="summary">') : html.index("</table>")]
+    assert "Replica changes" in summary and "<td>2</td>" in summary
+
+
+def test_strip_labels_sit_inside_the_chart_however_long() -> None:
+    long = result("keda-waiting (threshold 2) · best of 7 baselines · simulated")
+    html = render_report([long], "t")
+    strip = html[html.index('class="chart strip"') :]
+    strip = strip[: strip.index("</svg>")]
+    xs = [float(x) for x in re.findall(r'class="tick row-label" x="([0-9.]+)"', strip)]
+    assert xs and all(x >= 0 for x in xs) and 'text-anchor="end">keda' not in strip

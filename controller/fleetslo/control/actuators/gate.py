@@ -10,6 +10,11 @@ Every failure is a ``fleetslo.core.errors`` type: 401/403 and other 4xx are ``Pe
 token or a gate that refuses the request will not heal by retrying), connection failures,
 timeouts and 5xx are ``Transient``. The token never appears in a message or a log line.
 
+Drains are leases the gate lets go of by itself: each carries the controller's ``owner`` name and
+a ``drain_ttl``, and is renewed at every poll while the actuator waits, so a controller killed
+mid-drain leaves gates that resume within ``drain_ttl`` seconds. ``resume_orphans`` resumes
+what a previous controller left at once (a new leader calls it).
+
 It must not decide anything: which limit and how many replicas come from the policy.
 """
 
@@ -82,6 +87,8 @@ class GateActuator:
         client: httpx.Client | None = None,
         timeout: float = 2.0,
         drain_timeout: float = 60.0,
+        drain_ttl: float = 30.0,
+        owner: str = "fleetslo-controller",
         poll_interval: float = 0.5,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
@@ -93,6 +100,7 @@ class GateActuator:
         self._client = client or httpx.Client()
         self.timeout = timeout
         self.drain_timeout = drain_timeout
+        self.drain_ttl, self.owner = drain_ttl, owner
         self.poll_interval = poll_interval
         self.clock = clock
         self.sleep = sleep
@@ -162,6 +170,19 @@ class GateActuator:
         wanted = set(names)
         self._resume([pod for pod in self.directory.pods(target) if pod.name in wanted], target)
 
+    def resume_orphans(self, target: Target) -> list[str]:
+        """Resume drains that carry an owner (a controller's) on pods that are not terminating.
+
+        Called by a new leader, which has drained nothing yet: every owned drain it finds was left
+        by a controller that is gone. Drains without an owner (the pod's preStop hook) and pods
+        being deleted are left alone: those replicas are leaving. Unreachable pods are skipped
+        (their drain expires by itself)."""
+        pods = [pod for pod in self.directory.pods(target) if not pod.terminating]
+        answers = self._each(pods, lambda pod: self._call(pod, "GET", "/admin/status"))
+        orphans = [pod for pod, a in _successes(answers) if a.get("draining") and a.get("drain_owner")]
+        self._resume(orphans, target)
+        return [pod.name for pod in orphans]
+
     def _resume(self, pods: list[PodEndpoint], target: Target) -> None:
         if pods:
             log.info("%s: resuming %s", _key(target), ", ".join(pod.name for pod in pods))
@@ -179,15 +200,20 @@ class GateActuator:
         return sorted(busy, key=lambda pod: (busy[pod], pod.name))[:count]
 
     def _start_drain(self, pod: PodEndpoint) -> dict[str, Any]:
-        return self._call(pod, "POST", "/admin/drain")
+        """Start (or renew) the drain lease on ``pod``; the answer is its status."""
+        return self._call(pod, "POST", "/admin/drain", {"owner": self.owner, "ttl": self.drain_ttl})
 
     def _wait_drained(self, pods: list[PodEndpoint]) -> list[PodEndpoint]:
-        """Poll until every pod reports drained or ``drain_timeout`` passes; the drained ones."""
+        """Poll until every pod reports drained or ``drain_timeout`` passes; the drained ones.
+
+        Each poll renews the drain (a POST answers with the status), so it lasts while we wait and
+        no longer than ``drain_ttl`` after we stop. Drained pods are renewed too, until the end."""
         drained: list[PodEndpoint] = []
         pending = list(pods)
         deadline = self.clock() + self.drain_timeout
         while pending:
-            answers = self._each(pending, lambda pod: self._call(pod, "GET", "/admin/status"))
+            answers = self._each(pending, self._start_drain)
+            self._each(drained, self._start_drain)
             drained += [pod for pod, a in _successes(answers) if a.get("drained")]
             pending = [pod for pod in pending if pod not in drained]
             if not pending or self.clock() >= deadline:

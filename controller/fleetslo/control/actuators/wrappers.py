@@ -52,7 +52,7 @@ class DryRunReplicas:
     def read(self, target: Target) -> ScaleState:
         return self.inner.read(target)
 
-    def scale(self, target: Target, replicas: int) -> ActuationResult:
+    def scale(self, target: Target, replicas: int, *, expected: int | None = None) -> ActuationResult:
         return _would(target, "scale", f"scale {target.name} to {replicas} replicas", replicas=replicas)
 
 
@@ -78,6 +78,10 @@ class DryRunDrainer:
 
     def resume(self, target: Target, names: Sequence[str]) -> None:
         _would(target, "resume", f"resume {len(names)} pod(s) of {target.name}", count=len(names))
+
+    def resume_orphans(self, target: Target) -> list[str]:
+        _would(target, "resume_orphans", f"resume drains left by another controller on {target.name}")
+        return []
 
 
 class DryRunMarker:
@@ -117,9 +121,9 @@ class MeasuredReplicas:
         with self._meter("read"):
             return self.inner.read(target)
 
-    def scale(self, target: Target, replicas: int) -> ActuationResult:
+    def scale(self, target: Target, replicas: int, *, expected: int | None = None) -> ActuationResult:
         with self._meter("scale"):
-            return self.inner.scale(target, replicas)
+            return self.inner.scale(target, replicas, expected=expected)
 
 
 class MeasuredBatchLimit:
@@ -152,6 +156,10 @@ class MeasuredDrainer:
     def resume(self, target: Target, names: Sequence[str]) -> None:
         with self._meter("resume"):
             self.inner.resume(target, names)
+
+    def resume_orphans(self, target: Target) -> list[str]:
+        with self._meter("resume_orphans"):
+            return self.inner.resume_orphans(target)
 
 
 class MeasuredMarker:

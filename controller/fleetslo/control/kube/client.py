@@ -6,11 +6,18 @@ fleetslo error tree, chained with ``from``, so nothing above ``fleetslo.control.
 exception: 401/403 → ``Forbidden``, 404 → ``NotFound``, 400/422 → ``Invalid`` (permanent: a person
 must act); 409 → ``Conflict``, 429 → ``RateLimited``, 5xx and network errors → ``ApiUnavailable``
 (transient: the loop retries with back-off).
+
+Every call takes its timeout from ``api_call`` (``with api_call(what) as timeout``): the per-call
+``REQUEST_TIMEOUT``, bounded by the reconcile's API budget (``fleetslo.control.deadline``). The
+client makes **no retries of its own** (urllib3's default of three would turn one hung call into
+four time-outs); the loop's back-off is the one retry policy. ``REACHABILITY`` remembers whether
+the last call reached an API server that answered, for the controller's ``/readyz``.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -18,6 +25,7 @@ import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from fleetslo.control.deadline import DeadlineExceeded, call_timeout
 from fleetslo.control.settings import InCluster, KubernetesSettings
 from fleetslo.core.errors import (
     ApiUnavailable,
@@ -34,6 +42,29 @@ from fleetslo.core.errors import (
 REQUEST_TIMEOUT = 10.0
 #: API error messages are cut here: a full Status with a traceback is no log line.
 _MESSAGE_MAX = 256
+
+
+class Reachability:
+    """Whether the last API call got an answer (any status) rather than a time-out or no connection."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._reachable: bool | None = None  # None: no call made yet
+        self.last_error = ""
+
+    def record(self, error: BaseException | None) -> None:
+        unreachable = isinstance(error, ApiUnavailable | DeadlineExceeded)
+        with self._lock:
+            self._reachable = not unreachable
+            self.last_error = str(error) if unreachable else ""
+
+    def reachable(self) -> bool | None:
+        with self._lock:
+            return self._reachable
+
+
+#: The process's view of its API server (one per process: every client here talks to the same one).
+REACHABILITY = Reachability()
 
 
 def connect(settings: KubernetesSettings, *, in_pod: bool) -> client.ApiClient:
@@ -54,6 +85,7 @@ def connect(settings: KubernetesSettings, *, in_pod: bool) -> client.ApiClient:
             else f"kubeconfig {settings.kubeconfig or '(default)'}"
         )
         raise ConfigError(f"kubernetes: cannot load the {where}: {exc}") from exc
+    configuration.retries = 0  # the loop retries, with back-off, inside its API budget
     return client.ApiClient(configuration)
 
 
@@ -61,18 +93,26 @@ def client_for(url: str) -> client.ApiClient:
     """An API client for a plain-HTTP test server (kmock) at ``url``."""
     configuration = client.Configuration()
     configuration.host = url.rstrip("/")
+    configuration.retries = 0
     return client.ApiClient(configuration)
 
 
 @contextmanager
-def api_call(what: str) -> Iterator[None]:
-    """Run one API call; a library failure leaves as a classified fleetslo error about ``what``."""
+def api_call(what: str) -> Iterator[float]:
+    """Run one API call with the timeout it yields; a library failure leaves as a classified
+    fleetslo error about ``what``. Refused without a request when the reconcile's budget is spent."""
     try:
-        yield
-    except ApiException as exc:
-        raise classify(exc, what) from exc
-    except urllib3.exceptions.HTTPError as exc:
-        raise ApiUnavailable(f"{what}: {type(exc).__name__}: {exc}") from exc
+        with call_timeout(REQUEST_TIMEOUT, what) as timeout:
+            try:
+                yield timeout
+            except ApiException as exc:
+                raise classify(exc, what) from exc
+            except urllib3.exceptions.HTTPError as exc:
+                raise ApiUnavailable(f"{what}: {type(exc).__name__}: {exc}") from exc
+    except FleetSLOError as exc:
+        REACHABILITY.record(exc)
+        raise
+    REACHABILITY.record(None)
 
 
 def classify(exc: ApiException, what: str) -> FleetSLOError:

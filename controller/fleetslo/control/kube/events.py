@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 from kubernetes import client
 
-from fleetslo.control.kube.client import REQUEST_TIMEOUT, api_call
+from fleetslo.control.kube.client import api_call
 from fleetslo.control.kube.workloads import KINDS, where
 from fleetslo.core.errors import NotFound
 from fleetslo.core.spec import Target
@@ -51,8 +51,8 @@ class KubeEventRecorder:
             source=client.V1EventSource(component=self.component), reporting_component=self.component,
             first_timestamp=now, last_timestamp=now, count=1,
         )  # fmt: skip
-        with api_call(f"record event {reason} on {where(target)}"):
-            self._core.create_namespaced_event(target.namespace, body, _request_timeout=REQUEST_TIMEOUT)
+        with api_call(f"record event {reason} on {where(target)}") as timeout:
+            self._core.create_namespaced_event(target.namespace, body, _request_timeout=timeout)
         if len(self._counts) >= _REMEMBERED:
             self._counts.clear()  # forgetting only costs a new Event instead of a count bump
         self._counts[name] = 1
@@ -60,10 +60,10 @@ class KubeEventRecorder:
     def _bump(self, target: Target, name: str, count: int, now: datetime) -> bool:
         """Count a repeat on the existing Event; False if it is gone (expired: create it anew)."""
         try:
-            with api_call(f"update event {name}"):
+            with api_call(f"update event {name}") as timeout:
                 self._core.patch_namespaced_event(
                     name, target.namespace, {"count": count, "lastTimestamp": now},
-                    _request_timeout=REQUEST_TIMEOUT,
+                    _request_timeout=timeout,
                 )  # fmt: skip
         except NotFound:
             return False

@@ -14,7 +14,7 @@ from typing import Any
 
 from kubernetes import client
 
-from fleetslo.control.kube.client import REQUEST_TIMEOUT, api_call
+from fleetslo.control.kube.client import api_call
 from fleetslo.core.errors import NotFound
 
 
@@ -42,10 +42,8 @@ class KubeLeaseLock:
 
     def get(self) -> tuple[LeaseRecord, str | None] | None:
         try:
-            with api_call(f"read {self.describe()}"):
-                lease = self._api.read_namespaced_lease(
-                    self.name, self.namespace, _request_timeout=REQUEST_TIMEOUT
-                )
+            with api_call(f"read {self.describe()}") as timeout:
+                lease = self._api.read_namespaced_lease(self.name, self.namespace, _request_timeout=timeout)
         except NotFound:
             return None
         return _record(lease.spec), lease.metadata.resource_version if lease.metadata else None
@@ -58,17 +56,17 @@ class KubeLeaseLock:
                 acquire_time=record.acquired, renew_time=record.renewed, lease_transitions=record.transitions,
             ),
         )  # fmt: skip
-        with api_call(f"create {self.describe()}"):
-            self._api.create_namespaced_lease(self.namespace, body, _request_timeout=REQUEST_TIMEOUT)
+        with api_call(f"create {self.describe()}") as timeout:
+            self._api.create_namespaced_lease(self.namespace, body, _request_timeout=timeout)
 
     def update(self, record: LeaseRecord, resource_version: str | None) -> None:
         body: dict[str, Any] = {"spec": _spec(record)}
         if resource_version is not None:
             body["metadata"] = {"resourceVersion": resource_version}
-        with api_call(f"update {self.describe()}"):
+        with api_call(f"update {self.describe()}") as timeout:
             self._api.patch_namespaced_lease(
                 self.name, self.namespace, body,
-                _content_type="application/merge-patch+json", _request_timeout=REQUEST_TIMEOUT,
+                _content_type="application/merge-patch+json", _request_timeout=timeout,
             )  # fmt: skip
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from kubernetes import client
 
-from fleetslo.control.kube.client import REQUEST_TIMEOUT, api_call
+from fleetslo.control.kube.client import api_call
 from fleetslo.control.kube.workloads import Workloads, pod_selector, where
 from fleetslo.control.ports import PodEndpoint
 from fleetslo.core.spec import Target, TargetKind
@@ -32,9 +32,9 @@ class KubePodDirectory:
 
     def pods(self, target: Target) -> list[PodEndpoint]:
         selector = self._selector(target)
-        with api_call(f"list pods of {where(target)}"):
+        with api_call(f"list pods of {where(target)}") as timeout:
             listed = self._core.list_namespaced_pod(
-                target.namespace, label_selector=selector, _request_timeout=REQUEST_TIMEOUT
+                target.namespace, label_selector=selector, _request_timeout=timeout
             )
         return sorted((endpoint(pod) for pod in listed.items), key=lambda p: p.name)
 
@@ -49,8 +49,9 @@ def endpoint(pod: client.V1Pod) -> PodEndpoint:
     """What the controller needs of a pod: its name, its IP and whether it serves."""
     meta, status = pod.metadata or client.V1ObjectMeta(), pod.status or client.V1PodStatus()
     ready = any(c.type == "Ready" and c.status == "True" for c in status.conditions or [])
+    terminating = meta.deletion_timestamp is not None
     return PodEndpoint(
-        name=meta.name or "", ip=status.pod_ip or "", ready=ready and meta.deletion_timestamp is None
+        name=meta.name or "", ip=status.pod_ip or "", ready=ready and not terminating, terminating=terminating
     )
 
 
@@ -72,7 +73,5 @@ class KubePodMarker:
             return  # ordinal workloads remove the highest ordinals, whatever the annotations say
         body = {"metadata": {"annotations": {DELETION_COST: value}}}
         for name in names:
-            with api_call(f"annotate pod {target.namespace}/{name}"):
-                self._core.patch_namespaced_pod(
-                    name, target.namespace, body, _request_timeout=REQUEST_TIMEOUT
-                )
+            with api_call(f"annotate pod {target.namespace}/{name}") as timeout:
+                self._core.patch_namespaced_pod(name, target.namespace, body, _request_timeout=timeout)

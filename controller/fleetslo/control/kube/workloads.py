@@ -4,7 +4,9 @@ One table says where each kind lives (group, version, plural), where its pod tem
 its pods are selected; every kind is then read and written the same way through the generic object
 endpoints, ``/scale`` included (LeaderWorkerSet is a custom resource with a scale subresource).
 Writes are patches, never replaces: a merge patch of ``spec.replicas`` on ``/scale`` (the only field
-an autoscaler should own) and JSON patches with a ``test`` guard for pod templates.
+an autoscaler should own) and JSON patches with a ``test`` guard for pod templates. The scale patch
+carries the ``metadata.resourceVersion`` it was planned against when given, so the API server
+answers 409 Conflict instead of writing over a change made since (optimistic concurrency).
 
 This module talks to the API and returns plain data; it decides nothing.
 """
@@ -17,7 +19,7 @@ from typing import Any
 
 from kubernetes import client
 
-from fleetslo.control.kube.client import REQUEST_TIMEOUT, api_call
+from fleetslo.control.kube.client import api_call
 from fleetslo.core.errors import Invalid
 from fleetslo.core.model import ReplicaCounts
 from fleetslo.core.spec import Target, TargetKind
@@ -64,29 +66,32 @@ class Workloads:
 
     def get(self, target: Target) -> dict[str, Any]:
         kind = KINDS[target.kind]
-        with api_call(f"read {where(target)}"):
+        with api_call(f"read {where(target)}") as timeout:
             obj = self._objects.get_namespaced_custom_object(
                 kind.group, kind.version, target.namespace, kind.plural, target.name,
-                _request_timeout=REQUEST_TIMEOUT,
+                _request_timeout=timeout,
             )  # fmt: skip
         if not isinstance(obj, dict):
             raise Invalid(f"read {where(target)}: expected an object, got {type(obj).__name__}")
         return obj
 
-    def scale(self, target: Target, replicas: int) -> None:
+    def scale(self, target: Target, replicas: int, resource_version: str | None = None) -> None:
         kind = KINDS[target.kind]
-        with api_call(f"scale {where(target)} to {replicas}"):
+        body: dict[str, Any] = {"spec": {"replicas": replicas}}
+        if resource_version is not None:
+            body["metadata"] = {"resourceVersion": resource_version}
+        with api_call(f"scale {where(target)} to {replicas}") as timeout:
             self._objects.patch_namespaced_custom_object_scale(
                 kind.group, kind.version, target.namespace, kind.plural, target.name,
-                {"spec": {"replicas": replicas}}, _request_timeout=REQUEST_TIMEOUT,
+                body, _request_timeout=timeout,
             )  # fmt: skip
 
     def json_patch(self, target: Target, operations: Sequence[Mapping[str, Any]], what: str) -> None:
         kind = KINDS[target.kind]
-        with api_call(f"{what} on {where(target)}"):
+        with api_call(f"{what} on {where(target)}") as timeout:
             self._objects.patch_namespaced_custom_object(
                 kind.group, kind.version, target.namespace, kind.plural, target.name,
-                [dict(op) for op in operations], _request_timeout=REQUEST_TIMEOUT,
+                [dict(op) for op in operations], _request_timeout=timeout,
                 _content_type="application/json-patch+json",
             )  # fmt: skip
 
@@ -109,6 +114,12 @@ def replica_counts(obj: Mapping[str, Any]) -> tuple[int, ReplicaCounts]:
         draining=max(0, existing - desired),
     )
     return desired, counts
+
+
+def resource_version(obj: Mapping[str, Any]) -> str | None:
+    """The object's ``metadata.resourceVersion`` (``None`` if the API gave none)."""
+    version = (obj.get("metadata") or {}).get("resourceVersion")
+    return str(version) if version is not None else None
 
 
 def pod_selector(target: Target, obj: Mapping[str, Any]) -> str:

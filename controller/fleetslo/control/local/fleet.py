@@ -16,6 +16,11 @@ A monitor thread polls readiness and reaps stopped processes. Every process it s
 ``close()`` (SIGTERM, then SIGKILL after a grace), and each runs in its own session, so a Ctrl-C in
 the terminal reaches only the supervisor, which stops them in order. Time for cost accounting comes
 from an injected clock. It must not decide how many replicas there should be.
+
+``gates()`` and ``counts()`` never wait for the lock: they read a snapshot republished on every
+change. The demo's router calls them on the event loop for every request, while ``scale`` holds
+the lock for as long as it takes to start processes (hundreds of milliseconds on a busy host) —
+time every request in flight would otherwise lose.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ from typing import IO
 from fleetslo.control.local.probe import ReplicaProbe
 from fleetslo.control.local.replica import LOOPBACK, Ports, ReplicaRecipe, reap
 from fleetslo.control.ports import ActuationResult, PodEndpoint, ScaleState
-from fleetslo.core.errors import FleetSLOError
+from fleetslo.core.errors import Conflict, FleetSLOError
 from fleetslo.core.model import ReplicaCounts
 from fleetslo.core.spec import Target
 
@@ -101,6 +106,8 @@ class LocalFleet:
         self._monitor: threading.Thread | None = None
         self._ordinal = 0
         self._last_ready_poll = 0.0
+        self._gates: list[tuple[str, str]] = []
+        self._counts = ReplicaCounts(0, 0, 0)
 
     # --- lifecycle of the fleet ----------------------------------------------------------------
 
@@ -144,9 +151,11 @@ class LocalFleet:
         with self._lock:
             return ScaleState(len(self._provisioned()), self.counts())
 
-    def scale(self, target: Target, replicas: int) -> ActuationResult:
+    def scale(self, target: Target, replicas: int, *, expected: int | None = None) -> ActuationResult:
         with self._lock:
             current = self._provisioned()
+            if expected is not None and len(current) != expected:
+                raise Conflict(f"{target.name}: {len(current)} replicas, planned against {expected}")
             for _ in range(replicas - len(current)):
                 self._launch(cold_start_s=self.recipe.cold_start_s)
             for replica in self._removal_order(current)[: max(0, len(current) - replicas)]:
@@ -176,16 +185,21 @@ class LocalFleet:
     # --- what the demo reads ------------------------------------------------------------------
 
     def counts(self) -> ReplicaCounts:
-        with self._lock:
-            ready = sum(1 for r in self.replicas if r.serving)
-            starting = sum(1 for r in self.replicas if r.phase is Phase.STARTING)
-            draining = sum(1 for r in self.replicas if r.phase is Phase.STOPPING or r.draining)
-            return ReplicaCounts(ready, starting, draining)
+        return self._counts
 
     def gates(self) -> list[tuple[str, str]]:
         """(name, gate base URL) of every replica that takes new requests now."""
-        with self._lock:
-            return [(r.name, f"http://{LOOPBACK}:{r.ports.gate}") for r in self.replicas if r.serving]
+        return self._gates
+
+    def _publish(self) -> None:
+        """Republish the lock-free snapshots (call with the lock held, after any change)."""
+        replicas = self.replicas
+        self._gates = [(r.name, f"http://{LOOPBACK}:{r.ports.gate}") for r in replicas if r.serving]
+        self._counts = ReplicaCounts(
+            sum(1 for r in replicas if r.serving),
+            sum(1 for r in replicas if r.phase is Phase.STARTING),
+            sum(1 for r in replicas if r.phase is Phase.STOPPING or r.draining),
+        )
 
     def replica_seconds(self, now: float) -> float:
         """Fleet time paid for: from each replica's request (not before 0) to its end (or ``now``)."""
@@ -243,6 +257,7 @@ class LocalFleet:
             raise LocalFleetError(f"cannot start replica {name}: {exc}") from exc
         replica = LocalReplica(name, ports, processes, self.clock(), logs=logs)
         self.replicas.append(replica)
+        self._publish()
         log.info(
             "%s: started (engine :%d, sidecar :%d, gate :%d)", name, ports.engine, ports.sidecar, ports.gate
         )
@@ -256,6 +271,7 @@ class LocalFleet:
 
     def _terminate(self, replica: LocalReplica) -> None:
         replica.phase = Phase.STOPPING
+        self._publish()
         replica.stop_deadline = time.monotonic() + STOP_GRACE_S
         for process in replica.processes:
             if process.poll() is None:
@@ -264,6 +280,7 @@ class LocalFleet:
     def _retire(self, replica: LocalReplica) -> None:
         if replica.phase is not Phase.GONE:
             replica.phase = Phase.GONE
+            self._publish()
             replica.gone_at = self.clock()
         for out in replica.logs:
             out.close()
@@ -327,8 +344,11 @@ class LocalFleet:
             with self._lock:
                 if replica.phase is Phase.STARTING:
                     replica.phase, replica.ready_at = Phase.READY, self.clock()
+                    self._publish()
                     log.info("%s: ready", replica.name)
         elif replica.phase is Phase.READY and poll_ready:
             draining = not self._probe.sidecar_ready(replica.ports)
             with self._lock:
-                replica.draining = draining
+                if replica.draining != draining:
+                    replica.draining = draining
+                    self._publish()

@@ -55,6 +55,8 @@ class ReplicaRecipe:
     #: The gate's limit at start (the engine's ``max_num_seqs``: no tighter than the engine itself).
     max_inflight: int | None = None
     sidecar_interval_s: float = 0.5
+    #: Each process's ``--log-level`` (its log file under ``log_dir``): warnings, or everything.
+    log_level: str = "warning"
     python: str = sys.executable
 
     def engine_argv(self, ports: Ports, *, cold_start_s: float, started_at: float) -> list[str]:
@@ -63,7 +65,7 @@ class ReplicaRecipe:
             "-m",
             "fleetslo.cli",
             "--log-level",
-            "warning",
+            self.log_level,
             "sim-server",
             "--profile",
             self.profile,
@@ -88,7 +90,7 @@ class ReplicaRecipe:
             "-m",
             "fleetslo.cli",
             "--log-level",
-            "warning",
+            self.log_level,
             "exporter",
             "--vllm-url",
             f"http://{LOOPBACK}:{ports.engine}",
@@ -113,6 +115,10 @@ class ReplicaRecipe:
             "1000000",
             "--gate-queue-timeout",
             "1h",
+            # One clock: the gate measures TTFT/TPOT in the sim-server's simulated seconds, as its
+            # /metrics page and the SLO targets are (wall seconds would be `speedup` times smaller).
+            "--gate-time-scale",
+            repr(self.speedup),
         ]
         if self.max_inflight is not None:
             argv += ["--gate-max-inflight", str(self.max_inflight)]

@@ -31,7 +31,6 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from fleetslo.control.observation import build_observation
 from fleetslo.control.ports import PodDirectory, PodEndpoint
-from fleetslo.control.sources.prometheus import observation_window
 from fleetslo.core import conventions as cv
 from fleetslo.core.errors import ExpositionError
 from fleetslo.core.metrics.exposition import parse_vllm
@@ -113,7 +112,7 @@ class DirectSource:
         self, slo: FleetSLO, replicas: ReplicaCounts, batch_limit: int | None, now: float
     ) -> Observation:
         spec = slo.spec
-        window = observation_window(slo)
+        window = slo.spec.objectives.observation_window
         ready = [p for p in self.pods.pods(spec.target) if p.ready and p.ip]
         pages = list(self._pool.map(lambda pod: self._scrape(pod, spec.target.model_name), ready))
         histories = self._histories.setdefault(slo.metadata.name, {})

@@ -1,7 +1,9 @@
 """Observations from a Prometheus-compatible HTTP API (Prometheus, Thanos Query, Mimir, VictoriaMetrics).
 
 Only ``POST /api/v1/query`` is used (form-encoded, so long selectors never hit URL limits), with an
-optional bearer token and TLS options. One query per target per tick (see ``promql``). The answer
+optional bearer token and TLS options, and ``/api/v1/query_range`` once at start for the request-rate
+history the seasonal forecast is bootstrapped from (``PrometheusSource.arrival_history``).
+One query per target per tick (see ``promql``). The answer
 becomes an ``Observation``: quantiles and the SLO attainment come from the windowed bucket rates by
 the same Prometheus-exact math as everywhere else, ``data_age`` from the newest sample's own
 timestamp (not the evaluation time, which is always "now"), ``replicas_reporting`` from the pods
@@ -22,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from fleetslo.control.sources.promql import SIGNAL_LABEL, Selection, Signal, observation_query
+from fleetslo.control.sources.promql import SIGNAL_LABEL, Selection, Signal, observation_query, signal_exprs
 from fleetslo.core.errors import BadQuery, SourceUnavailable
 from fleetslo.core.histogram import BucketHistogram, fraction_at_or_below, quantile
 from fleetslo.core.model import Observation, Quantiles, ReplicaCounts
@@ -65,6 +67,33 @@ class PrometheusClient:
         except httpx.TransportError as exc:
             raise SourceUnavailable(f"{self.url}: {type(exc).__name__}: {exc}") from exc
         return _vector(self.url, response)
+
+    def query_range(self, promql: str, start: float, end: float, step: float) -> list[tuple[float, float]]:
+        """The first series of the range query ``promql`` as (time, value) pairs; NaNs left out."""
+        token = self._token()
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        form = {"query": promql, "start": repr(start), "end": repr(end), "step": repr(step)}
+        try:
+            response = self._http.post(f"{self.url}/api/v1/query_range", data=form, headers=headers)
+        except httpx.TransportError as exc:
+            raise SourceUnavailable(f"{self.url}: {type(exc).__name__}: {exc}") from exc
+        return _matrix(self.url, response)
+
+
+def _matrix(url: str, response: httpx.Response) -> list[tuple[float, float]]:
+    if response.status_code == 429 or response.status_code >= 500:
+        raise SourceUnavailable(f"{url}: HTTP {response.status_code}: {response.text[:_BODY_MAX]}")
+    try:
+        body = response.json()
+    except ValueError as exc:
+        raise BadQuery(f"{url}: HTTP {response.status_code}, not a Prometheus API answer") from exc
+    data = body.get("data") if isinstance(body, dict) and body.get("status") == "success" else None
+    if not isinstance(data, dict) or data.get("resultType") != "matrix":
+        raise BadQuery(f"{url}: expected a range matrix: {response.text[:_BODY_MAX]}")
+    series = data.get("result") or []
+    values = series[0].get("values", []) if series else []
+    points = [(float(t), float(v)) for t, v in values]
+    return [(t, v) for t, v in points if not math.isnan(v)]
 
 
 def _vector(url: str, response: httpx.Response) -> list[dict[str, Any]]:
@@ -133,16 +162,18 @@ class PrometheusSource:
     def observe(
         self, slo: FleetSLO, replicas: ReplicaCounts, batch_limit: int | None, now: float
     ) -> Observation:
-        window = observation_window(slo)
+        window = slo.spec.objectives.observation_window
         query = observation_query(self.selection(slo), window, self.max_age)
         samples = group_samples(self.client.query(query, now))
         return to_observation(slo, samples, replicas=replicas, batch_limit=batch_limit, now=now)
 
-
-def observation_window(slo: FleetSLO) -> float:
-    """The window the observation covers: the longer of the two objectives' windows."""
-    objectives = slo.spec.objectives
-    return max(objectives.ttft.window, objectives.tpot.window)
+    def arrival_history(
+        self, slo: FleetSLO, now: float, *, days: float = 14.0, step: float = 300.0
+    ) -> list[tuple[float, float]]:
+        """The target's arrival rate (requests/s over ``step``) for the last ``days``: what the
+        seasonal forecast is bootstrapped from at start, so a restart does not forget the week."""
+        expr = signal_exprs(self.selection(slo), step, self.max_age)[Signal.REQUESTS]
+        return self.client.query_range(expr, now - days * 86_400.0, now, step)
 
 
 def to_observation(
@@ -155,7 +186,7 @@ def to_observation(
     return Observation(
         target=slo.metadata.name,
         at=now,
-        window=observation_window(slo),
+        window=slo.spec.objectives.observation_window,
         replicas=replicas,
         batch_limit=batch_limit,
         replicas_reporting=int(_scalar(samples, Signal.REPORTING) or 0),

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from fleetslo.core import conventions as cv
-from fleetslo.core.spec import Target, TargetKind
+from fleetslo.core.spec import Target
 
 #: The label that tells the parts of the combined query apart.
 SIGNAL_LABEL = "fleetslo_signal"
@@ -74,13 +74,6 @@ GAUGES: dict[Signal, tuple[str, str]] = {
 }
 
 #: Pod names a workload's controller gives its pods (the name itself is escaped by the caller).
-_POD_PATTERNS = {
-    TargetKind.DEPLOYMENT: "{name}-[a-z0-9]{{1,10}}-[a-z0-9]{{5}}",
-    TargetKind.STATEFULSET: "{name}-[0-9]+",
-    # vLLM's API server (and its /metrics) runs on the group's leader, name-<group>; workers are
-    # name-<group>-<index>. Both are matched: a worker that exports nothing costs nothing.
-    TargetKind.LEADERWORKERSET: "{name}-[0-9]+(-[0-9]+)?",
-}
 
 
 def quote(value: str) -> str:
@@ -97,7 +90,7 @@ def duration(seconds: float) -> str:
 
 def pod_regex(target: Target) -> str:
     """An RE2 pattern for the pods of ``target`` (anchored by PromQL's ``=~``)."""
-    return _POD_PATTERNS[target.kind].format(name=re.escape(target.name))
+    return cv.pod_regex(target.kind.value, target.name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,18 +10,66 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from fleetslo.core.config import Frozen, PositiveDuration, load
 from fleetslo.core.errors import ConfigError
+from fleetslo.core.spec import resource
+from fleetslo.core.spec.resource import RESOURCE_API_VERSION
+
+__all__ = ["RESOURCE_API_VERSION"]  # also served as a custom resource: see fleetslo.core.spec.crd
+
+
+class CelRule:
+    """A cross-field check this model makes in Python, as the API server's CEL rule says it
+    (``x-kubernetes-validations``); the CRD generator copies it, a test runs both on the same input."""
+
+    def __init__(self, rule: str, message: str) -> None:
+        self.rule, self.message = rule, message
 
 
 class TargetKind(StrEnum):
     DEPLOYMENT = "Deployment"
     STATEFULSET = "StatefulSet"
     LEADERWORKERSET = "LeaderWorkerSet"
+    #: Replicas at fixed addresses (VMs, bare metal, Slurm): observed, limited through their gates,
+    #: never scaled. ``endpoints`` lists them.
+    STATIC = "Static"
+    #: Replicas as processes on this machine, started from a command template (``local``).
+    LOCAL = "Local"
+
+
+#: The kinds ``fleetslo run`` serves without a Kubernetes cluster.
+STANDALONE_KINDS = frozenset({TargetKind.STATIC, TargetKind.LOCAL})
+
+
+class StaticEndpoint(Frozen):
+    """One replica of a ``Static`` target: its sidecar (``/metrics``) and, for the gate actuator
+    and drains, its gate's admin API."""
+
+    name: str = Field(min_length=1, max_length=253)
+    sidecar_url: str = Field(pattern=r"^https?://")
+    admin_url: str | None = Field(default=None, pattern=r"^https?://")
+
+
+class LocalFleet(Frozen):
+    """How a ``Local`` target starts a replica: the engine's command line, with ``{port}``,
+    ``{model_name}``, ``{cpus}`` and ``{replica}`` filled in per replica (in ``env`` values too).
+    Each replica gets the next entry of ``cpus`` (round robin; ``taskset`` binds it there), and a
+    sidecar with the gate in front of its engine. One that is not healthy ``start_timeout`` after
+    its start is stopped. The engine answers ``/health`` when ready, as vLLM does."""
+
+    command: tuple[str, ...] = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    cpus: tuple[str, ...] = ()
+    start_timeout: PositiveDuration = 300.0
+    #: Replicas started (and waited for) before the first tick.
+    warm: int = Field(default=1, ge=0, le=64)
+    #: The replicas' logs, the gate token and ``endpoints.json`` (the gates taking requests now);
+    #: default: a new temporary folder, named in the controller's log.
+    workdir: str | None = None
 
 
 class Target(Frozen):
@@ -31,6 +79,20 @@ class Target(Frozen):
     namespace: str = Field(default="default", min_length=1, max_length=63)
     name: str = Field(min_length=1, max_length=253)
     model_name: str = Field(min_length=1)
+    endpoints: tuple[StaticEndpoint, ...] = ()
+    local: LocalFleet | None = None
+
+    @model_validator(mode="after")
+    def _kind_has_its_fields(self) -> Target:
+        if self.kind is TargetKind.STATIC and not self.endpoints:
+            raise ValueError("a Static target lists its replicas in endpoints")
+        if self.kind is TargetKind.LOCAL and self.local is None:
+            raise ValueError("a Local target says how to start a replica in local")
+        if self.kind is not TargetKind.STATIC and self.endpoints:
+            raise ValueError(f"endpoints apply to kind Static only (kind is {self.kind})")
+        if self.kind is not TargetKind.LOCAL and self.local is not None:
+            raise ValueError(f"local applies to kind Local only (kind is {self.kind})")
+        return self
 
 
 class Objective(Frozen):
@@ -44,7 +106,17 @@ class Objective(Frozen):
     quantile: float = Field(default=0.9, gt=0, lt=1)
     threshold: PositiveDuration
     window: PositiveDuration = 60.0
-    buckets: tuple[float, ...] | None = None
+    #: At most 128 edges (vLLM's lists have about 20): the API server's CEL cost budget needs a bound.
+    #: As a resource the list is a set (no repeats), so sorted means strictly increasing there too.
+    buckets: tuple[float, ...] | None = Field(
+        default=None, max_length=128, json_schema_extra={"x-kubernetes-list-type": "set"}
+    )
+
+    cel_rules: ClassVar[tuple[CelRule, ...]] = (
+        CelRule("!has(self.buckets) || (size(self.buckets) > 0 && self.buckets.all(b, b > 0.0)"
+                " && self.buckets.isSorted())",
+                "buckets: edges must be positive and strictly increasing, or left out"),
+    )  # fmt: skip
 
     @field_validator("buckets")
     @classmethod
@@ -83,13 +155,31 @@ class Objectives(Frozen):
             raise ValueError("must be between 1d and 366d")
         return value
 
+    @property
+    def observation_window(self) -> float:
+        """The window one observation covers: the longer of the two objectives' windows."""
+        return max(self.ttft.window, self.tpot.window)
+
+
+class ReplicaActuatorKind(StrEnum):
+    #: fleetslo writes the workload's ``/scale`` subresource.
+    SCALE = "scale"
+    #: fleetslo publishes ``fleetslo_controller_desired_replicas{target}`` and another autoscaler
+    #: (a KEDA ScaledObject or an HPA, from ``fleetslo autoscaler build``) writes the count.
+    EXTERNAL = "external"
+
 
 class Replicas(Frozen):
-    """Bounds on the replica count, and how long a new replica takes to serve."""
+    """Bounds on the replica count, how long a new replica takes to serve, and who writes it."""
 
     min: int = Field(default=1, ge=0, le=10_000)
     max: int = Field(ge=1, le=10_000)
     cold_start: PositiveDuration = 300.0
+    actuator: ReplicaActuatorKind = ReplicaActuatorKind.SCALE
+
+    cel_rules: ClassVar[tuple[CelRule, ...]] = (
+        CelRule("(has(self.min) ? self.min : 1) <= self.max", "min must be <= max"),
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> Replicas:
@@ -110,6 +200,10 @@ class BatchLimit(Frozen):
     min: int = Field(default=1, ge=1, le=65_536)
     max: int = Field(default=256, ge=1, le=65_536)
     actuator: BatchActuator = BatchActuator.NONE
+
+    cel_rules: ClassVar[tuple[CelRule, ...]] = (
+        CelRule("(has(self.min) ? self.min : 1) <= (has(self.max) ? self.max : 256)", "min must be <= max"),
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> BatchLimit:
@@ -139,21 +233,40 @@ class FleetSLOSpec(Frozen):
     batch_limit: BatchLimit = BatchLimit()
     cost: Cost = Cost()
     mode: Mode = Mode.ENFORCE
+    #: An engine profile (a packaged name or a YAML file, e.g. from ``fleetslo profile``) that the
+    #: capacity model may start from before it has learned the target's own latency.
+    profile: str | None = None
+
+    @model_validator(mode="after")
+    def _static_is_not_scaled(self) -> FleetSLOSpec:
+        t, r = self.target, self.replicas
+        if (
+            t.kind is TargetKind.STATIC
+            and self.mode is Mode.ENFORCE
+            and not r.min == r.max == len(t.endpoints)
+        ):
+            raise ValueError(
+                f"a Static target cannot be scaled: with mode enforce, replicas.min and max must both be "
+                f"{len(t.endpoints)} (its endpoints), or use mode: advisory"
+            )
+        return self
 
 
 class FleetSLO(Frozen):
     """One scaled target and the latency objectives fleetslo holds it to."""
 
-    api_version: Literal["fleetslo/v1"] = Field(alias="apiVersion")
+    #: ``fleetslo/v1`` in files; ``fleetslo.io/v1alpha1`` as a Kubernetes resource (same spec).
+    api_version: Literal["fleetslo/v1", "fleetslo.io/v1alpha1"] = Field(alias="apiVersion")
     kind: Literal["FleetSLO"]
     metadata: Metadata
     spec: FleetSLOSpec
 
 
 def load_fleetslo_documents(documents: list[Any], source: str) -> list[FleetSLO]:
-    """Every FleetSLO in a multi-document YAML file; names must be unique."""
+    """Every FleetSLO in a multi-document YAML file, or in ``kubectl get fleetslo -o yaml`` output
+    (a List of resources); names must be unique."""
     specs = []
-    for i, doc in enumerate(d for d in documents if d is not None):
+    for i, doc in enumerate(resource.normalize(d) for d in resource.documents(documents)):
         if not isinstance(doc, Mapping):
             raise ConfigError(f"{source}: document {i} is not a mapping")
         specs.append(load(FleetSLO, doc, f"{source}[{i}]"))

@@ -46,6 +46,29 @@ def _down_target(seen: str) -> str:
     return f"(\n  max by (job, instance, {M}) ({seen}) * 0\n)\n+ on (job, instance) group_left ()\n(up == 0)"
 
 
+#: Longer than any cold start (weights, compilation, graph capture: 6 min on the reference model,
+#: the chart's startup probe allows 20): a replica still not serving after this is stuck.
+STUCK_STARTING = "30m"
+
+
+def _model_named(expr: str) -> str:
+    """``expr`` with an empty ``model_name`` (a sidecar that has not read vLLM yet) named so."""
+    return f'label_replace(\n{pq.indent(expr)},\n  "{M}", "(unknown model)", "{M}", ""\n)'
+
+
+def engine_down() -> str:
+    """vLLM stopped answering a sidecar that had read it before: a replica lost, not one starting.
+
+    ``fleetslo_engine_last_success_timestamp_seconds`` exists only once a scrape succeeded, so a
+    replica in its cold start (minutes of weights and compilation) never pages here."""
+    return _model_named(f"{cv.ENGINE_UP} == 0\nand on (job, instance)\n{cv.ENGINE_LAST_SUCCESS}")
+
+
+def engine_starting() -> str:
+    """vLLM has never answered this sidecar (alerts only after ``STUCK_STARTING``)."""
+    return _model_named(f"{cv.ENGINE_UP} == 0\nunless on (job, instance)\n{cv.ENGINE_LAST_SUCCESS}")
+
+
 def engine_alerts() -> list[Alert]:
     vllm_seen = pq.vllm_over_time("max_over_time", cv.Gauge.RUNNING, "", REMEMBER)
     sidecar_seen = f"max_over_time({cv.ENGINE_UP}[{REMEMBER}])"
@@ -66,15 +89,29 @@ def engine_alerts() -> list[Alert]:
         ),
         alert(
             cv.AlertName.ENGINE_DOWN,
-            f"{cv.ENGINE_UP} == 0",
+            engine_down(),
             "2m",
             PAGE,
             (
                 f"{_MODEL}: the sidecar at {_WHERE} cannot scrape its vLLM server",
                 f"fleetslo_engine_up is 0 for {_MODEL} at {_WHERE}: the vLLM server beside the sidecar "
-                "has not "
+                "served before and has not "
                 "answered /metrics for 2 minutes (see fleetslo_engine_scrape_errors_total for the reason).",
                 "Check the vLLM container's logs and restarts; the sidecar's /readyz names the last error.",
+            ),
+        ),
+        alert(
+            cv.AlertName.ENGINE_STUCK_STARTING,
+            engine_starting(),
+            STUCK_STARTING,
+            TICKET,
+            (
+                f"{_MODEL}: the vLLM server at {_WHERE} has not served since its pod started",
+                f"The sidecar at {_WHERE} has never read vLLM's /metrics since it started "
+                f"{STUCK_STARTING} or more ago (fleetslo_engine_up {{{{ $value }}}}): "
+                "longer than a cold start (weights, compilation) takes.",
+                "kubectl describe the pod and read the vLLM container's log: a model download that "
+                "stalls, too little GPU memory, or a startup probe that restarts it before it is ready.",
             ),
         ),
         alert(

@@ -69,12 +69,6 @@ def indent(text: str, by: str = "  ") -> str:
     return "\n".join(by + line for line in text.splitlines())
 
 
-def histogram_quantile_vllm(q: float, histogram: str, selector: str, window: str, by: str) -> str:
-    """``histogram_quantile`` over a vLLM histogram summed over engines and replicas."""
-    rates = vllm_rate(histogram, "_bucket", selector, window)
-    return f"histogram_quantile({q:g}, {sum_by(f'le, {by}', rates)})"
-
-
 def fmt(value: float) -> str:
     """A constant as rules show it: 6 significant digits, so 5.5 * 0.1 reads 0.55, not 0.5499….
 

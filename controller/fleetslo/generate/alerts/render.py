@@ -50,3 +50,23 @@ def alertmanager_file(config: dict[str, Any]) -> str:
         "Receivers are examples: replace the webhook URLs with your pager and ticket integrations.",
     ]
     return comments(notes) + dump(config)
+
+
+def runbooks_file(groups: Sequence[Group]) -> str:
+    """One section per alert (each alert's ``runbook_url`` points at its heading); where targets
+    word the runbook differently, one line per rule group, in group order."""
+    texts: dict[str, dict[str, list[str]]] = {}
+    severities: dict[str, set[str]] = {}
+    for group in sorted(groups, key=lambda g: g.name):
+        for alert in group.alerts():
+            texts.setdefault(alert.alert.value, {}).setdefault(alert.runbook, []).append(group.name)
+            severities.setdefault(alert.alert.value, set()).add(alert.labels["severity"])
+    lines = ["<!-- " + HEADER.format(source="") + " -->", "", "# fleetslo alert runbooks", ""]
+    for name in sorted(texts):
+        lines += [f"## {name}", "", f"Severity: {', '.join(sorted(severities[name]))}.", ""]
+        by_text = texts[name]
+        if len(by_text) == 1:
+            lines += [next(iter(by_text)), ""]
+            continue
+        lines += [f"- `{', '.join(where)}`: {text}" for text, where in by_text.items()] + [""]
+    return "\n".join(lines)

@@ -2,9 +2,11 @@
 
 Routes by ``severity`` (``page`` → the pager, ``ticket`` → the team channel), groups each
 notification by cluster and model, and inhibits alerts that only restate a cause already
-firing: an engine that is down silences its model's latency alerts, a page silences the ticket
-of the same SLO, a GPU collector that is down silences that sidecar's GPU alerts, and no leader
-silences the per-target controller alerts. The receivers are examples to replace.
+firing: a target none of whose engines is scraped silences that target's latency alerts (one
+broken pod of sixteen does not: the other fifteen still serve, and their latency is real), a page
+silences the ticket of the same SLO of the same target, a GPU collector that is down silences that
+sidecar's GPU alerts, and no leader silences the per-target controller alerts. The receivers are
+examples to replace.
 
 Generation only: returns a dict; ``render`` writes it.
 """
@@ -19,7 +21,10 @@ A = cv.AlertName
 RECEIVER_PAGE, RECEIVER_TICKET, RECEIVER_DEFAULT = "fleetslo-page", "fleetslo-ticket", "fleetslo-default"
 GROUP_BY = ["cluster", cv.MODEL_LABEL, "alertname"]
 LATENCY_ALERTS = (A.TTFT_BUDGET_BURN, A.TPOT_BUDGET_BURN, A.PINNED_AT_MAX)
-ENGINE_GONE = (A.ENGINE_DOWN, A.VLLM_TARGET_DOWN, A.MODEL_NOT_SCRAPED)
+#: Only a whole target gone explains its latency; single engines down are alerts of their own.
+TARGET_GONE = (A.MODEL_NOT_SCRAPED,)
+#: What one SLO is about: a workload in a namespace (two Deployments of one model are two SLOs).
+TARGET_LABELS = [cv.LABEL_NAMESPACE, cv.LABEL_WORKLOAD]
 GPU_ALERTS = (A.GPU_LOST, A.GPU_TEMPERATURE_HIGH, A.GPU_ECC_CORRECTABLE, A.GPU_POWER_THROTTLING)
 CONTROLLER_ALERTS = (A.CONTROLLER_ACTUATION_FAILING, A.CONTROLLER_STALE_METRICS, A.PINNED_AT_MAX)
 
@@ -48,13 +53,14 @@ def routes() -> dict[str, Any]:
 def inhibitions() -> list[dict[str, Any]]:
     severity, model = cv.LABEL_SEVERITY, cv.MODEL_LABEL
     return [
-        # The engine-down page is the actionable one; its model's latency burn is the symptom.
-        {"source_matchers": [f'alertname=~"{_names(ENGINE_GONE)}"'],
-         "target_matchers": [f'alertname=~"{_names(LATENCY_ALERTS)}"'], "equal": ["cluster", model]},
-        # A page already says what the ticket of the same SLO would.
+        # A target with no engine scraped is the actionable page; its latency burn is the symptom.
+        {"source_matchers": [f'alertname=~"{_names(TARGET_GONE)}"'],
+         "target_matchers": [f'alertname=~"{_names(LATENCY_ALERTS)}"'],
+         "equal": ["cluster", *TARGET_LABELS, model]},
+        # A page already says what the ticket of the same SLO of the same target would.
         {"source_matchers": [f'{severity}="{cv.SEVERITY_PAGE}"'],
          "target_matchers": [f'{severity}="{cv.SEVERITY_TICKET}"'],
-         "equal": ["cluster", "alertname", model, cv.LABEL_SLO]},
+         "equal": ["cluster", "alertname", *TARGET_LABELS, model, cv.LABEL_SLO]},
         # Without telemetry the GPU alerts of that sidecar describe stale or missing data.
         {"source_matchers": [f'alertname="{A.GPU_COLLECTOR_DOWN.value}"'],
          "target_matchers": [f'alertname=~"{_names(GPU_ALERTS)}"'], "equal": ["cluster", "instance"]},

@@ -12,6 +12,15 @@ from typing import Any
 
 from fleetslo.core.conventions import AlertName
 
+#: Where each alert's runbook section is (``fleetslo alerts build`` writes it beside the rules);
+#: relative to the repository. Point ``runbook_url`` at your own copy by prefixing this path.
+RUNBOOKS = "alerts/generated/runbooks.md"
+
+
+def runbook_anchor(name: AlertName) -> str:
+    """The Markdown heading anchor of an alert's section (GitHub style: lower case)."""
+    return name.value.lower()
+
 
 @dataclass(frozen=True, slots=True)
 class Recording:
@@ -45,6 +54,7 @@ class Alert:
             "summary": self.summary,
             "description": self.description,
             "runbook": self.runbook,
+            "runbook_url": f"{RUNBOOKS}#{runbook_anchor(self.alert)}",
         }
         return out
 

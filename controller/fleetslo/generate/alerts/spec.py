@@ -18,10 +18,29 @@ from fleetslo.generate.alerts.windows import BurnAlert, resolve
 
 
 @dataclass(frozen=True, slots=True)
+class Scope:
+    """Which series one SLO counts: the pods of one workload (namespace + name), not a model name."""
+
+    namespace: str
+    workload: str
+    kind: str
+
+    @property
+    def pods(self) -> str:
+        return cv.pod_regex(self.kind, self.workload)
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The labels the SLO's recorded series and alerts carry to say whose they are."""
+        return {cv.LABEL_NAMESPACE: self.namespace, cv.LABEL_WORKLOAD: self.workload}
+
+
+@dataclass(frozen=True, slots=True)
 class LatencySlo:
-    """One latency objective of one model, ready for rule generation."""
+    """One latency objective of one target, ready for rule generation."""
 
     name: cv.SloName
+    scope: Scope
     model_name: str
     objective: float
     threshold: float
@@ -51,13 +70,22 @@ class TargetSpec:
     gpus_per_replica: int
     slos: tuple[LatencySlo, ...]
 
+    @property
+    def scope(self) -> Scope:
+        return Scope(self.namespace, self.workload, self.kind)
+
+    @property
+    def workload_key(self) -> str:
+        """``Kind namespace/name``: one FleetSLO per workload."""
+        return f"{self.kind} {self.namespace}/{self.workload}"
+
     def warnings(self) -> list[str]:
         """One line per objective whose threshold is not a bucket edge."""
         return [f"{self.name} {s.name}: {s.bucket.advice()}" for s in self.slos if not s.bucket.exact]
 
 
 def latency_slo(
-    name: cv.SloName, objective: Objective, model_name: str, period: float, where: str
+    name: cv.SloName, objective: Objective, scope: Scope, *, model_name: str, period: float, where: str
 ) -> LatencySlo:
     histogram, family, defaults = buckets.HISTOGRAMS[name]
     try:
@@ -66,6 +94,7 @@ def latency_slo(
         raise ConfigError(f"{where}.threshold: {exc}") from None
     return LatencySlo(
         name=name,
+        scope=scope,
         model_name=model_name,
         objective=objective.quantile,
         threshold=objective.threshold,
@@ -80,13 +109,18 @@ def target_spec(slo: FleetSLO) -> TargetSpec:
     """The alerting view of one FleetSLO; ``ConfigError`` if a threshold cannot be counted."""
     spec, objectives = slo.spec, slo.spec.objectives
     where = f"{slo.metadata.name}: spec.objectives"
-    slos = (
+    target = spec.target
+    scope = Scope(target.namespace, target.name, target.kind.value)
+    slos = tuple(
         latency_slo(
-            cv.SloName.TTFT, objectives.ttft, spec.target.model_name, objectives.period, f"{where}.ttft"
-        ),
-        latency_slo(
-            cv.SloName.TPOT, objectives.tpot, spec.target.model_name, objectives.period, f"{where}.tpot"
-        ),
+            name,
+            objective,
+            scope,
+            model_name=target.model_name,
+            period=objectives.period,
+            where=f"{where}.{name.value}",
+        )
+        for name, objective in ((cv.SloName.TTFT, objectives.ttft), (cv.SloName.TPOT, objectives.tpot))
     )
     return TargetSpec(
         name=slo.metadata.name,

@@ -41,15 +41,28 @@ def target_meta(t: TargetSpec) -> list[Recording]:
     ]
 
 
+def who(t: TargetSpec) -> str:
+    """How an alert names its target: the model, then the workload serving it."""
+    return f"{t.model_name} ({t.namespace}/{t.workload})"
+
+
+def _scope(t: TargetSpec) -> dict[str, str]:
+    """Whose alert it is: the target (namespace, workload) and the model it serves."""
+    return {**t.scope.labels, M: t.model_name}
+
+
 def model_not_scraped(t: TargetSpec) -> Alert:
-    # absent() takes its labels from the equality matchers, so the alert carries model_name.
+    # absent() takes its labels from the equality matchers; the rule adds the workload.
     regex = cv.promql_name_regex(cv.Gauge.RUNNING)
+    selector = pq.matchers(
+        {M: t.model_name, cv.LABEL_NAMESPACE: t.namespace}, regex={cv.LABEL_POD: t.scope.pods}
+    )
     return Alert(
         alert=cv.AlertName.MODEL_NOT_SCRAPED,
-        expr=f'absent({{__name__=~"{regex}", {M}="{t.model_name}"}})',
+        expr=f'absent({{__name__=~"{regex}", {selector[1:-1]}}})',
         hold="5m",
-        labels={cv.LABEL_SEVERITY: cv.SEVERITY_PAGE, M: t.model_name},
-        summary=f"{t.model_name}: no vLLM server is reporting metrics",
+        labels={cv.LABEL_SEVERITY: cv.SEVERITY_PAGE, **_scope(t)},
+        summary=f"{who(t)}: no vLLM server is reporting metrics",
         description=(
             f"Prometheus has no {cv.Gauge.RUNNING.value} series for model {t.model_name} (FleetSLO {t.name}, "
             f"{t.kind} {t.namespace}/{t.workload}): every replica is down, or none is scraped."
@@ -64,7 +77,7 @@ def model_not_scraped(t: TargetSpec) -> Alert:
 def _burning(t: TargetSpec) -> str:
     """Non-empty while any objective's 1h error ratio is above its budget (burn > 1)."""
     parts = [
-        f"max({cv.rule_slo_error_ratio('1h')}{pq.matchers({M: t.model_name, cv.LABEL_SLO: s.name.value})}) "
+        f"max({cv.rule_slo_error_ratio('1h')}{pq.matchers({**t.scope.labels, cv.LABEL_SLO: s.name.value})}) "
         f"> {pq.fmt(s.budget)}"
         for s in t.slos
     ]
@@ -77,8 +90,8 @@ def pinned_at_max(t: TargetSpec) -> Alert:
         alert=cv.AlertName.PINNED_AT_MAX,
         expr=f"{desired} >= {t.replicas_max}\nand on()\n(\n  {_burning(t)}\n)",
         hold="15m",
-        labels={cv.LABEL_SEVERITY: cv.SEVERITY_PAGE, M: t.model_name, T: t.name},
-        summary=f"{t.model_name}: the controller is at its max of {t.replicas_max} replicas, the SLO burns",
+        labels={cv.LABEL_SEVERITY: cv.SEVERITY_PAGE, **_scope(t), T: t.name},
+        summary=f"{who(t)}: the controller is at its max of {t.replicas_max} replicas, the SLO burns",
         description=(
             f"The controller has wanted {{{{ $value }}}} replicas of {t.namespace}/{t.workload} "
             "(replicas.max "
@@ -98,8 +111,8 @@ def actuation_failing(t: TargetSpec) -> Alert:
         alert=cv.AlertName.CONTROLLER_ACTUATION_FAILING,
         expr=f"sum by ({T}, kind) (rate({errors}[10m])) > 0",
         hold="15m",
-        labels={cv.LABEL_SEVERITY: cv.SEVERITY_PAGE, M: t.model_name},
-        summary=f"{t.model_name}: the controller cannot apply its decisions ({{{{ $labels.kind }}}})",
+        labels={cv.LABEL_SEVERITY: cv.SEVERITY_PAGE, **_scope(t)},
+        summary=f"{who(t)}: the controller cannot apply its decisions ({{{{ $labels.kind }}}})",
         description=(
             f"{{{{ $value | humanize }}}} {{{{ $labels.kind }}}} actuation errors per second for target "
             f"{t.name} "
@@ -124,8 +137,8 @@ def controller_blind(t: TargetSpec) -> Alert:
         alert=cv.AlertName.CONTROLLER_STALE_METRICS,
         expr=expr,
         hold="10m",
-        labels={cv.LABEL_SEVERITY: cv.SEVERITY_TICKET, M: t.model_name},
-        summary=f"{t.model_name}: the controller holds because its metrics are missing or stale",
+        labels={cv.LABEL_SEVERITY: cv.SEVERITY_TICKET, **_scope(t)},
+        summary=f"{who(t)}: the controller holds because its metrics are missing or stale",
         description=(
             f"{{{{ $value | humanizePercentage }}}} of the controller's decisions for {t.name} in the "
             "last 10 "

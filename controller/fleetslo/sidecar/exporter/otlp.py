@@ -24,6 +24,7 @@ from prometheus_client.registry import Collector
 
 from fleetslo import __version__
 from fleetslo.core import conventions as cv
+from fleetslo.core.families import FamilySpec
 from fleetslo.sidecar.exporter.collector import EngineCollector
 from fleetslo.sidecar.exporter.signals import WindowSignals
 
@@ -63,7 +64,8 @@ class OtlpBridge:
         up = "Whether the last scrape of vLLM succeeded"
         meter.create_observable_gauge(cv.ENGINE_UP, callbacks=[self._engine_up], unit="1", description=up)
         for snapshot in self._bridged:
-            for name, kind, documentation in snapshot.families:
+            for spec in snapshot.families:
+                name, kind, documentation = spec.name, spec.kind, spec.help
                 create = (
                     meter.create_observable_counter if kind == "counter" else meter.create_observable_gauge
                 )
@@ -74,8 +76,8 @@ class OtlpBridge:
                     description=documentation,
                 )
 
-    def add_collector(self, collector: Collector, families: Sequence[tuple[str, str, str]]) -> None:
-        """Push ``families`` (name, "gauge" | "counter", help) of a Prometheus collector too;
+    def add_collector(self, collector: Collector, families: Sequence[FamilySpec]) -> None:
+        """Push ``families`` (gauges and counters) of a Prometheus collector too;
         call before ``start``."""
         self._bridged.append(_CollectorSnapshot(collector, tuple(families)))
 
@@ -109,7 +111,7 @@ class _CollectorSnapshot:
     #: Callbacks within this many seconds of the last collect() share its result.
     FRESH_S = 1.0
 
-    def __init__(self, collector: Collector, families: tuple[tuple[str, str, str], ...]) -> None:
+    def __init__(self, collector: Collector, families: tuple[FamilySpec, ...]) -> None:
         self.collector, self.families = collector, families
         self._lock = threading.Lock()
         self._at = -float("inf")

@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from fleetslo.core import conventions as cv
+from fleetslo.core.families import FamilySpec, by_name, describe
 from fleetslo.sidecar.gate import admission, proxy, responses
 from fleetslo.sidecar.gate.admission import Admission
 from fleetslo.sidecar.gate.stats import GateStats, Histogram
@@ -29,6 +30,25 @@ KNOWN_OUTCOMES = proxy.OUTCOMES
 
 Family = GaugeMetricFamily | CounterMetricFamily | HistogramMetricFamily
 _M = cv.MODEL_LABEL
+
+#: Every family the gate may yield: ``collect()`` builds from it, ``describe()`` reads it.
+FAMILIES: tuple[FamilySpec, ...] = (
+    FamilySpec(cv.GATE_INFLIGHT, "gauge", "Requests in flight to vLLM", (_M,)),
+    FamilySpec(cv.GATE_QUEUE_LENGTH, "gauge", "Requests waiting for a slot", (_M,)),
+    FamilySpec(cv.GATE_LIMIT, "gauge", "Requests allowed in flight at once (the whole gate)", (_M,)),
+    FamilySpec(cv.GATE_DRAINING, "gauge", "1 while the gate drains", (_M,)),
+    FamilySpec(cv.GATE_REJECTED, "counter", "Requests turned away by reason", (_M, cv.LABEL_REASON)),
+    FamilySpec(cv.GATE_REQUESTS, "counter", "Generation requests by how they ended (rejected ones included)",
+               (_M, cv.LABEL_OUTCOME)),
+    FamilySpec(cv.GATE_TTFT, "histogram",
+               "Arrival at the gate (queue wait included) to the first token event",
+               (_M,)),
+    FamilySpec(cv.GATE_TPOT, "histogram", "(last - first token) / (output tokens - 1) per streamed request",
+               (_M,)),
+    FamilySpec(cv.GATE_E2E, "histogram", "Arrival at the gate to the last byte (2xx answers)",
+               (_M, cv.LABEL_STREAM)),
+)  # fmt: skip
+_F = by_name(FAMILIES)
 
 
 class GateCollector(Collector):
@@ -47,33 +67,22 @@ class GateCollector(Collector):
         self.stats = stats
         self.served = served
 
+    def describe(self) -> list[Metric]:
+        return describe(FAMILIES)
+
     def collect(self) -> Iterator[Family]:
         state = self.admission.state()
         models = sorted(set(self.served()) | set(self.stats.models))
         per = {name: self.stats.models.get(name) or self.stats.empty() for name in models}
         inflight = {n: m.inflight for n, m in per.items()}
-        yield _gauge(cv.GATE_INFLIGHT, "Requests in flight to vLLM", inflight)
-        yield _gauge(
-            cv.GATE_QUEUE_LENGTH, "Requests waiting for a slot", {n: m.queued for n, m in per.items()}
-        )
+        yield _gauge(_F[cv.GATE_INFLIGHT], inflight)
+        yield _gauge(_F[cv.GATE_QUEUE_LENGTH], {n: m.queued for n, m in per.items()})
         if state.limit is not None:
-            yield _gauge(cv.GATE_LIMIT, "Requests allowed in flight at once (the whole gate)",
-                         dict.fromkeys(models, state.limit))  # fmt: skip
-        draining = dict.fromkeys(models, float(state.draining))
-        yield _gauge(cv.GATE_DRAINING, "1 while the gate drains", draining)
-        yield _counter(cv.GATE_REJECTED, "Requests turned away by reason", cv.LABEL_REASON,
-                       {n: m.rejected for n, m in per.items()}, KNOWN_REJECTIONS)  # fmt: skip
-        yield _counter(cv.GATE_REQUESTS, "Generation requests by how they ended (rejected ones included)",
-                       cv.LABEL_OUTCOME, {n: m.outcomes for n, m in per.items()}, KNOWN_OUTCOMES)  # fmt: skip
-        ttft = HistogramMetricFamily(
-            cv.GATE_TTFT, "Arrival at the gate (queue wait included) to the first token event", labels=[_M]
-        )
-        tpot = HistogramMetricFamily(
-            cv.GATE_TPOT, "(last - first token) / (output tokens - 1) per streamed request", labels=[_M]
-        )
-        e2e = HistogramMetricFamily(
-            cv.GATE_E2E, "Arrival at the gate to the last byte (2xx answers)", labels=[_M, cv.LABEL_STREAM]
-        )
+            yield _gauge(_F[cv.GATE_LIMIT], dict.fromkeys(models, state.limit))
+        yield _gauge(_F[cv.GATE_DRAINING], dict.fromkeys(models, float(state.draining)))
+        yield _counter(_F[cv.GATE_REJECTED], {n: m.rejected for n, m in per.items()}, KNOWN_REJECTIONS)
+        yield _counter(_F[cv.GATE_REQUESTS], {n: m.outcomes for n, m in per.items()}, KNOWN_OUTCOMES)
+        ttft, tpot, e2e = (_F[name].histogram() for name in (cv.GATE_TTFT, cv.GATE_TPOT, cv.GATE_E2E))
         for name, m in per.items():
             ttft.add_metric([name], _buckets(m.ttft), m.ttft.sum)
             tpot.add_metric([name], _buckets(m.tpot), m.tpot.sum)
@@ -82,17 +91,15 @@ class GateCollector(Collector):
         yield from (ttft, tpot, e2e)
 
 
-def _gauge(name: str, help_text: str, values: Mapping[str, float]) -> Family:
-    family = GaugeMetricFamily(name, help_text, labels=[_M])
+def _gauge(spec: FamilySpec, values: Mapping[str, float]) -> Family:
+    family = spec.gauge()
     for model, value in values.items():
         family.add_metric([model], float(value))
     return family
 
 
-def _counter(
-    name: str, help_text: str, label: str, counts: Mapping[str, Counter[str]], known: Iterable[str]
-) -> Family:
-    family = CounterMetricFamily(name, help_text, labels=[_M, label])
+def _counter(spec: FamilySpec, counts: Mapping[str, Counter[str]], known: Iterable[str]) -> Family:
+    family = spec.counter()
     for model, by in counts.items():
         for key in sorted(set(known) | set(by)):
             family.add_metric([model, key], float(by.get(key, 0)))

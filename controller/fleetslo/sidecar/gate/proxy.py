@@ -107,6 +107,7 @@ class Proxy:
         models: ModelNames | None = None,
         budget: BodyBudget | None = None,
         body_timeout: float = 30.0,
+        time_scale: float = 1.0,
     ) -> None:
         self.upstream = upstream
         self.admission = admission
@@ -117,7 +118,12 @@ class Proxy:
         self.models = models or ModelNames()
         self.budget = budget or BodyBudget(max_bodies=1024, max_bytes=1 << 30)
         self.body_timeout = body_timeout
+        self.time_scale = time_scale
         self._warned_at = -math.inf
+
+    def _now(self) -> float:
+        """The latency clock: the loop's, in the upstream's seconds (``time_scale``; 1 on a real fleet)."""
+        return asyncio.get_running_loop().time() * self.time_scale
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         if not request.raw_path.startswith("/"):
@@ -146,7 +152,7 @@ class Proxy:
     ) -> web.StreamResponse:
         # TTFT starts when the request is whole: its wait in the queue counts, a slow upload
         # (the client's own time) does not.
-        arrival = asyncio.get_running_loop().time()
+        arrival = self._now()
         stats.queued += 1
         try:
             await self.admission.acquire(self.queue_timeout)
@@ -292,7 +298,7 @@ class Proxy:
         stats: ModelStats,
     ) -> None:
         # The hot path of the gate: one read, one scan, one write per chunk, nothing else.
-        read, write, now = upstream.content.readany, response.write, asyncio.get_running_loop().time
+        read, write, now = upstream.content.readany, response.write, self._now
         try:
             while timer.first is None:
                 chunk = await read()
@@ -317,7 +323,7 @@ class Proxy:
         stats.outcomes[outcome] += 1
         if outcome != COMPLETED or not 200 <= status < 300:
             return  # an error answer's latency says nothing about serving
-        now = asyncio.get_running_loop().time()
+        now = self._now()
         if streamed:
             had_ttft = timer.first is not None
             measured = timer.finish(now)

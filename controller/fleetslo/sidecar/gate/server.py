@@ -89,7 +89,7 @@ class Gate:
         proxy = Proxy(
             upstream=s.upstream, admission=self.admission, stats=self.stats,
             queue_timeout=s.queue_timeout, max_body=s.max_body, session=self._session,
-            models=self.models, budget=self.budget, body_timeout=s.body_timeout,
+            models=self.models, budget=self.budget, body_timeout=s.body_timeout, time_scale=s.time_scale,
         )  # fmt: skip
         app = web.Application(client_max_size=s.max_body)
         app.router.add_route("*", "/{tail:.*}", proxy.handle)

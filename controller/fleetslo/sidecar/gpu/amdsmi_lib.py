@@ -175,11 +175,6 @@ def _socket_power(info: object) -> float | None:
     return units.first(*(units.quantity(_get(info, key), "w") for key in keys))
 
 
-def _power_cap(info: object) -> float | None:
-    """``power_cap`` is in µW, unlike the socket power next to it."""
-    return units.quantity(_get(info, "power_cap"), "uw")
-
-
 def _energy(info: object) -> float | None:
     """``energy_accumulator`` (``power`` in amdsmi 6.0) x ``counter_resolution`` µJ, in joules."""
     accumulator = units.number(_get(info, "energy_accumulator"))

@@ -15,10 +15,11 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Protocol
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from fleetslo.core import conventions as cv
+from fleetslo.core.families import FamilySpec, Kind, by_name, describe
 from fleetslo.core.model import GpuSample
 from fleetslo.sidecar.gpu.efficiency import GpuWindow, TokenWindow, efficiency
 from fleetslo.sidecar.gpu.sampler import GpuReport
@@ -28,6 +29,8 @@ KNOWN_ERRORS = ("timeout", "parse", "no_data")
 _IDENTITY = [cv.LABEL_GPU, cv.LABEL_UUID, cv.LABEL_GPU_MODEL]
 _INFO_FIELDS = ("vendor", "serial", "pci_bus_id", "driver_version", "compute_partition",
                 "memory_partition", "partition_id")  # fmt: skip
+_BACKEND, _MODEL_WINDOW = (cv.LABEL_BACKEND,), (cv.MODEL_LABEL, cv.LABEL_WINDOW)
+_ID = tuple(_IDENTITY)
 #: (name, help, GpuSample attribute) of the plain per-GPU gauges.
 _GAUGES = (
     (cv.GPU_UTILIZATION, "Share of time the GPU's compute engines were busy (0-1)", "utilization"),
@@ -39,33 +42,36 @@ _GAUGES = (
     (cv.GPU_POWER_LIMIT, "Power cap the GPU is held to, in watts", "power_limit_watts"),
 )  # fmt: skip
 #: (family type, name, help, extra label, GpuSample attribute) of the families keyed by one label.
-_KEYED: tuple[tuple[type[GaugeMetricFamily] | type[CounterMetricFamily], str, str, str, str], ...] = (
-    (GaugeMetricFamily, cv.GPU_TEMPERATURE, "GPU temperature by sensor, in degrees Celsius",
+_KEYED: tuple[tuple[Kind, str, str, str, str], ...] = (
+    ("gauge", cv.GPU_TEMPERATURE, "GPU temperature by sensor, in degrees Celsius",
      cv.LABEL_SENSOR, "temperatures_celsius"),
-    (GaugeMetricFamily, cv.GPU_CLOCK, "GPU clock frequency by domain, in hertz",
-     cv.LABEL_CLOCK, "clocks_hertz"),
-    (CounterMetricFamily, cv.GPU_ECC_ERRORS, "ECC errors since the driver loaded, by severity",
+    ("gauge", cv.GPU_CLOCK, "GPU clock frequency by domain, in hertz", cv.LABEL_CLOCK, "clocks_hertz"),
+    ("counter", cv.GPU_ECC_ERRORS, "ECC errors since the driver loaded, by severity",
      cv.LABEL_SEVERITY, "ecc_errors"),
 )  # fmt: skip
 
 
-#: (name, type, help) of every family ``GpuCollector`` can yield: what a push exporter (OTLP)
-#: declares up front, since its instruments cannot appear as families come and go.
-FAMILIES: tuple[tuple[str, str, str], ...] = (
-    (cv.GPU_COLLECTOR_UP, "gauge", "1 if the last GPU read succeeded and is recent"),
-    (cv.GPU_COLLECTOR_ERRORS, "counter", "Failed GPU reads, by reason"),
-    (cv.GPU_SAMPLE_DURATION, "gauge", "Time the last GPU read took, in seconds"),
-    (cv.GPU_LAST_SAMPLE, "gauge", "Unix time of the last successful GPU read"),
-    (cv.GPU_INFO, "gauge", "Identity of each GPU exported (value is always 1)"),
-    *((name, "gauge", documentation) for name, documentation, _ in _GAUGES),
-    (cv.GPU_ENERGY, "counter", "Energy used by the GPU since the driver loaded, in joules"),
-    *((name, "counter" if kind is CounterMetricFamily else "gauge", documentation)
-      for kind, name, documentation, _, _ in _KEYED),
-    (cv.TOKENS_PER_JOULE, "gauge", "Generated tokens per joule of GPU energy over the window"),
-    (cv.GPU_SECONDS_PER_1K_TOKENS, "gauge",
-     "GPU-seconds per 1000 generated tokens over the window (allocated or busy)"),
+#: Every family ``GpuCollector`` can yield: ``collect()`` builds from it, ``describe()`` reads it,
+#: and a push exporter (OTLP) declares its instruments from it up front, since instruments cannot
+#: appear as families come and go.
+FAMILIES: tuple[FamilySpec, ...] = (
+    FamilySpec(cv.GPU_COLLECTOR_UP, "gauge", "1 if the last GPU read succeeded and is recent", _BACKEND),
+    FamilySpec(cv.GPU_COLLECTOR_ERRORS, "counter", "Failed GPU reads, by reason",
+               (*_BACKEND, cv.LABEL_REASON)),
+    FamilySpec(cv.GPU_SAMPLE_DURATION, "gauge", "Time the last GPU read took, in seconds"),
+    FamilySpec(cv.GPU_LAST_SAMPLE, "gauge", "Unix time of the last successful GPU read"),
+    FamilySpec(cv.GPU_INFO, "gauge", "Identity of each GPU exported (value is always 1)",
+               (*_ID, *_INFO_FIELDS)),
+    *(FamilySpec(name, "gauge", documentation, _ID) for name, documentation, _ in _GAUGES),
+    FamilySpec(cv.GPU_ENERGY, "counter", "Energy used by the GPU since the driver loaded, in joules", _ID),
+    *(FamilySpec(name, kind, documentation, (*_ID, label)) for kind, name, documentation, label, _ in _KEYED),
+    FamilySpec(cv.TOKENS_PER_JOULE, "gauge", "Generated tokens per joule of GPU energy over the window",
+               _MODEL_WINDOW),
+    FamilySpec(cv.GPU_SECONDS_PER_1K_TOKENS, "gauge",
+               "GPU-seconds per 1000 generated tokens over the window (allocated or busy)",
+               (*_MODEL_WINDOW, cv.LABEL_BASIS)),
 )  # fmt: skip
-_HELP = {name: documentation for name, _, documentation in FAMILIES}
+_F = by_name(FAMILIES)
 
 
 class GpuSource(Protocol):
@@ -92,8 +98,8 @@ class GpuCollector(Collector):
         self._monotonic = monotonic
 
     def describe(self) -> list[Metric]:
-        """Nothing: registering must not trigger a ``collect()`` (and so no GPU state is needed)."""
-        return []
+        """From the table: registering must not trigger a ``collect()`` (no GPU state is needed)."""
+        return describe(FAMILIES)
 
     def collect(self) -> Iterator[Metric]:
         report = self.source.latest()
@@ -109,12 +115,10 @@ class GpuCollector(Collector):
 
 def _health(report: GpuReport, fresh: bool) -> Iterator[Metric]:
     backend = [report.backend.value]
-    up = GaugeMetricFamily(cv.GPU_COLLECTOR_UP, _HELP[cv.GPU_COLLECTOR_UP],
-                           labels=[cv.LABEL_BACKEND])  # fmt: skip
+    up = _F[cv.GPU_COLLECTOR_UP].gauge()
     up.add_metric(backend, 1.0 if fresh else 0.0)
     yield up
-    errors = CounterMetricFamily(cv.GPU_COLLECTOR_ERRORS, _HELP[cv.GPU_COLLECTOR_ERRORS],
-                                 labels=[cv.LABEL_BACKEND, cv.LABEL_REASON])  # fmt: skip
+    errors = _F[cv.GPU_COLLECTOR_ERRORS].counter()
     for reason, count in sorted({**dict.fromkeys(KNOWN_ERRORS, 0), **report.errors}.items()):
         errors.add_metric([*backend, reason], float(count))
     yield errors
@@ -125,28 +129,25 @@ def _health(report: GpuReport, fresh: bool) -> Iterator[Metric]:
 
 
 def _gauge(name: str, value: float) -> GaugeMetricFamily:
-    family = GaugeMetricFamily(name, _HELP[name])
-    family.add_metric([], value)
-    return family
+    return _F[name].gauge(value)
 
 
 def _per_gpu(samples: Sequence[GpuSample]) -> Iterator[Metric]:
     yield _info(samples)
-    for name, documentation, attribute in _GAUGES:
-        family = GaugeMetricFamily(name, documentation, labels=_IDENTITY)
+    for name, _, attribute in _GAUGES:
+        family = _F[name].gauge()
         for s in samples:
             value = getattr(s, attribute)
             if value is not None:
                 family.add_metric(_identity(s), value)
         yield family
-    energy = CounterMetricFamily(cv.GPU_ENERGY, _HELP[cv.GPU_ENERGY],
-                                 labels=_IDENTITY)  # fmt: skip
+    energy = _F[cv.GPU_ENERGY].counter()
     for s in samples:
         if s.energy_joules is not None:
             energy.add_metric(_identity(s), s.energy_joules)
     yield energy
-    for kind, name, documentation, label, attribute in _KEYED:
-        keyed = kind(name, documentation, labels=[*_IDENTITY, label])
+    for kind, name, _, _, attribute in _KEYED:
+        keyed = _F[name].counter() if kind == "counter" else _F[name].gauge()
         for s in samples:
             values: Mapping[str, float] = getattr(s, attribute)
             for key, value in sorted(values.items()):
@@ -155,8 +156,7 @@ def _per_gpu(samples: Sequence[GpuSample]) -> Iterator[Metric]:
 
 
 def _info(samples: Sequence[GpuSample]) -> GaugeMetricFamily:
-    family = GaugeMetricFamily(cv.GPU_INFO, _HELP[cv.GPU_INFO],
-                               labels=[*_IDENTITY, *_INFO_FIELDS])  # fmt: skip
+    family = _F[cv.GPU_INFO].gauge()
     for s in samples:
         family.add_metric([*_identity(s), *(getattr(s, f) or "" for f in _INFO_FIELDS)], 1.0)
     return family
@@ -167,11 +167,8 @@ def _identity(s: GpuSample) -> list[str]:
 
 
 def _efficiency(source: GpuSource, rows: Sequence[TokenWindow]) -> Iterator[Metric]:
-    per_joule = GaugeMetricFamily(
-        cv.TOKENS_PER_JOULE, _HELP[cv.TOKENS_PER_JOULE], labels=[cv.MODEL_LABEL, cv.LABEL_WINDOW]
-    )
-    per_1k = GaugeMetricFamily(cv.GPU_SECONDS_PER_1K_TOKENS, _HELP[cv.GPU_SECONDS_PER_1K_TOKENS],
-                               labels=[cv.MODEL_LABEL, cv.LABEL_WINDOW, cv.LABEL_BASIS])  # fmt: skip
+    per_joule = _F[cv.TOKENS_PER_JOULE].gauge()
+    per_1k = _F[cv.GPU_SECONDS_PER_1K_TOKENS].gauge()
     for row in rows:
         e = efficiency(row.tokens, row.seconds, source.window(row.window))
         labels = [row.model_name, cv.window_label(row.window)]

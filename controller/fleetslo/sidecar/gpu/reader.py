@@ -29,16 +29,6 @@ class Backend(StrEnum):
     NONE = "none"
 
 
-#: The order ``auto`` tries backends in: the richest and cheapest source first, parsing a
-#: deprecated CLI's output only when nothing better is there, NVIDIA last.
-AUTO_ORDER: tuple[Backend, ...] = (
-    Backend.AMDSMI,
-    Backend.AMD_SMI,
-    Backend.SYSFS,
-    Backend.ROCM_SMI,
-    Backend.NVML,
-)
-
 #: AMD PCI device IDs seen in real captures (tests/fixtures/gpu): a model name when the board's
 #: FRU EEPROM has none. Unverified IDs (MI325X) are deliberately left out.
 AMD_DEVICE_NAMES: dict[str, str] = {

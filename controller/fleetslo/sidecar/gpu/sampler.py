@@ -6,7 +6,7 @@ and the collector treats a report older than its staleness bound as "collector d
 thread is a daemon: a read stuck forever in a C call cannot keep the process from exiting.
 
 On its first tick the sampler picks the backend (``auto``: the first that returns GPUs, in
-``AUTO_ORDER``) and the GPUs of this replica, and logs both once. Each later tick reads, keeps
+``backends.BACKENDS``) and the GPUs of this replica, and logs both once. Each later tick reads, keeps
 only the selected GPUs, publishes the report and appends energy/busy totals to a ring from which
 ``window()`` answers for the efficiency signals. Every failure becomes a report with ``up``
 false and a reason; nothing raised in a backend ends the thread.

@@ -12,18 +12,14 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Protocol
 
-from fleetslo.sidecar.gpu.amdsmi_cli import AmdSmiCliReader
-from fleetslo.sidecar.gpu.amdsmi_lib import AmdSmiLibReader
 from fleetslo.sidecar.gpu.attribution import resolve
+from fleetslo.sidecar.gpu.backends import auto_order, make_reader
 from fleetslo.sidecar.gpu.collector import GpuCollector
 from fleetslo.sidecar.gpu.efficiency import TokenWindow
-from fleetslo.sidecar.gpu.nvml import NvmlReader
 from fleetslo.sidecar.gpu.podresources import pod_selection
-from fleetslo.sidecar.gpu.reader import AUTO_ORDER, Backend, GpuReader
-from fleetslo.sidecar.gpu.rocm_smi import RocmSmiReader
+from fleetslo.sidecar.gpu.reader import Backend
 from fleetslo.sidecar.gpu.sampler import GpuSampler
 from fleetslo.sidecar.gpu.settings import GpuSettings
-from fleetslo.sidecar.gpu.sysfs import SysfsReader
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,21 +36,6 @@ class GpuTelemetry:
         self.sampler.stop()
 
 
-def make_reader(backend: Backend, settings: GpuSettings) -> GpuReader:
-    """One backend's reader, configured; ``auto`` and ``none`` are not readers."""
-    timeout = settings.command_timeout
-    factories: dict[Backend, Callable[[], GpuReader]] = {
-        Backend.AMDSMI: AmdSmiLibReader,
-        Backend.AMD_SMI: partial(AmdSmiCliReader, timeout=timeout),
-        Backend.SYSFS: partial(SysfsReader, settings.sysfs_root),
-        Backend.ROCM_SMI: partial(RocmSmiReader, timeout=timeout),
-        Backend.NVML: NvmlReader,
-    }
-    if backend not in factories:
-        raise ValueError(f"{backend} is not a single backend")
-    return factories[backend]()
-
-
 def build_gpu_telemetry(
     settings: GpuSettings,
     windows: Sequence[float],
@@ -67,7 +48,7 @@ def build_gpu_telemetry(
     """
     if settings.backend is Backend.NONE:
         return None
-    order = AUTO_ORDER if settings.backend is Backend.AUTO else (settings.backend,)
+    order = auto_order() if settings.backend is Backend.AUTO else (settings.backend,)
     selection = resolve(settings.gpus, settings.rocr_visible_devices, settings.hip_visible_devices,
                         settings.cuda_visible_devices)  # fmt: skip
     sampler = GpuSampler(

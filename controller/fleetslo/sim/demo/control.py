@@ -32,6 +32,7 @@ from fleetslo.control.service import Actuators, make_fleet
 from fleetslo.control.sources.direct import DirectSource
 from fleetslo.core.spec import FleetSLO
 from fleetslo.policy.registry import make_policy
+from fleetslo.sim.demo.lag import CONTROLLER, LagMeter
 from fleetslo.sim.runner import FleetSample, ScaleEvent
 from fleetslo.sim.server.clock import SpeedClock
 
@@ -66,8 +67,10 @@ class ControlLoop:
         *,
         router_waiting: Callable[[], int],
         default_limit: int,
+        lag: LagMeter | None = None,
     ) -> None:
         self.slo, self.fleet, self.clock, self.token = slo, fleet, clock, token
+        self.lag = lag or LagMeter()
         self.router_waiting = router_waiting
         policy = make_policy("fleetslo", slo.spec)
         self.interval = policy.interval
@@ -121,6 +124,8 @@ class ControlLoop:
             nominal = tick * self.interval
             if self._stop.wait(max(0.0, self.clock.wall_seconds(nominal - self.clock.now()))):
                 return
+            late = self.clock.wall_seconds(self.clock.now() - nominal)
+            self.lag.record(CONTROLLER, late, self.clock.wall_at(self.clock.now()))
             self.controller.tick(nominal)
             self._sample(nominal)
             # A tick that ran long (a drain) skips the ticks it overran, as a coalescing scheduler does.

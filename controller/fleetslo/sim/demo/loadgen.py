@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import aiohttp
 
 from fleetslo.sidecar.gate.latency import StreamTimer
+from fleetslo.sim.demo.lag import LOADGEN, LagMeter
 from fleetslo.sim.demo.router import Router
 from fleetslo.sim.records import SimRequest
 from fleetslo.sim.server.clock import SpeedClock
@@ -49,9 +50,12 @@ class _Retry(Exception):
 class LoadGenerator:
     """Replays ``trace`` through ``router``; ``records`` fill in as requests complete."""
 
-    def __init__(self, trace: Trace, router: Router, clock: SpeedClock, model: str) -> None:
+    def __init__(
+        self, trace: Trace, router: Router, clock: SpeedClock, model: str, lag: LagMeter | None = None
+    ) -> None:
         self.records = [SimRequest.of(i, r) for i, r in enumerate(trace.requests)]
         self.router, self.clock, self.model = router, clock, model
+        self.lag = lag or LagMeter()
         self.sent = 0
         self.served = 0
         self.rejected = 0
@@ -69,9 +73,11 @@ class LoadGenerator:
         self._session = session
         loop = asyncio.get_running_loop()
         for record in self.records:
-            delay = self.clock.wall_at(record.arrival) - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
+            due = self.clock.wall_at(record.arrival)
+            if due > loop.time():
+                await asyncio.sleep(due - loop.time())
+            now = loop.time()
+            self.lag.record(LOADGEN, now - due, now)  # a late send is a late arrival
             task = asyncio.create_task(self._send(record))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)

@@ -6,9 +6,14 @@ metrics; loads the recording and alert rules ``fleetslo alerts build`` generates
 FleetSLO. Targets carry ``namespace`` and ``pod`` labels as a PodMonitor would give them.
 
 Prometheus runs in wall time: its rates are per wall second and its windows cover ``speedup`` times
-more simulated time, while latencies on the pages are simulated seconds (the gate's exact ones on the
-sidecar pages are wall seconds). It starts nothing if ``prometheus`` is not installed (the caller says
-so). Every process it starts is stopped by ``stop``.
+more simulated time, while latencies on the pages are simulated seconds (the gates' too: each is
+told the speed-up, ``--gate-time-scale``). It starts nothing if ``prometheus`` is not installed
+(the caller says so). Every process it starts is stopped by ``stop``.
+
+Every path in its config is absolute: Prometheus resolves a relative one against the config file's
+folder, so the default ``out/demo-report-files`` would otherwise load ``out/demo-report-files/out/...``
+— no rules, no replica targets, and no error. What was loaded is therefore read back from its API
+(``loaded_rule_groups``, ``targets_up``) rather than assumed.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import subprocess
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import httpx
 import yaml
@@ -39,10 +44,10 @@ class PrometheusProcess:
     and log live under ``workdir``. Also the integration tests' Prometheus (``tests/prometheus.py``)."""
 
     def __init__(self, binary: str, workdir: Path) -> None:
-        self.binary, self.workdir = binary, workdir
+        self.binary, self.workdir = binary, workdir.resolve()
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = workdir / "prometheus.log"
+        self.log_path = self.workdir / "prometheus.log"
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
 
@@ -92,15 +97,57 @@ class LocalPrometheus:
     """The demo's Prometheus under ``workdir``: file service discovery, the generated rules."""
 
     def __init__(self, binary: str, workdir: Path, slo: FleetSLO, controller_port: int) -> None:
-        self.workdir = workdir
-        self._server = PrometheusProcess(binary, workdir)
+        self.workdir = workdir.resolve()
+        self._server = PrometheusProcess(binary, self.workdir)
         self.port, self.url = self._server.port, self._server.url
-        self._rule_files = _write_rules(workdir / "rules", slo)
+        self._rule_files = _write_rules(self.workdir / "rules", slo)
+        self.expected_groups = _group_names(self._rule_files)
         self._controller = f"127.0.0.1:{controller_port}"
+        self._http = httpx.Client(timeout=2.0)
 
     def start(self, timeout: float = 20.0) -> None:
         self.update_targets([])
         self._server.start(self._config(), timeout)
+
+    def loaded_rule_groups(self, timeout: float = 5.0) -> set[str]:
+        """The rule groups Prometheus reports on ``/api/v1/rules`` (waits up to ``timeout`` for all
+        the expected ones: rules load just after ``/-/ready``)."""
+        deadline, loaded = time.monotonic() + timeout, set[str]()
+        while True:
+            loaded = {g["name"] for g in self._api("rules").get("groups", [])}
+            if loaded >= self.expected_groups or time.monotonic() > deadline:
+                return loaded
+            time.sleep(0.1)
+
+    def targets_up(self) -> dict[str, tuple[int, int]]:
+        """Per scrape job, (targets up, targets known), from ``/api/v1/targets``."""
+        jobs: dict[str, tuple[int, int]] = {}
+        for target in self._api("targets").get("activeTargets", []):
+            up, known = jobs.get(target["labels"]["job"], (0, 0))
+            jobs[target["labels"]["job"]] = (up + (target["health"] == "up"), known + 1)
+        return jobs
+
+    def rules_summary(self) -> tuple[bool, str]:
+        """Whether every generated rule group was loaded, and a line that says what was."""
+        loaded = self.loaded_rule_groups()
+        missing = sorted(self.expected_groups - loaded)
+        if missing:
+            return False, f"rule groups NOT loaded: {', '.join(missing)} (see {self._server.log_path})"
+        return True, f"rule groups loaded: {', '.join(sorted(loaded))}"
+
+    def targets_summary(self) -> str:
+        """One line: each job's targets up out of known, as Prometheus reports them."""
+        jobs = self.targets_up()
+        if not jobs:
+            return "no scrape targets yet"
+        return ", ".join(f"{job} {up}/{known} up" for job, (up, known) in sorted(jobs.items()))
+
+    def _api(self, what: str) -> dict[str, Any]:
+        try:
+            data = self._http.get(f"{self.url}/api/v1/{what}").json().get("data")
+        except (httpx.HTTPError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
 
     def update_targets(self, replicas: Sequence[tuple[str, int, int]]) -> None:
         """(pod name, sim-server port, sidecar port) of every live replica."""
@@ -116,6 +163,7 @@ class LocalPrometheus:
 
     def stop(self) -> None:
         self._server.stop()
+        self._http.close()
 
     def _config(self) -> dict[str, object]:
         def discovered(job: str, name: str) -> dict[str, object]:
@@ -148,3 +196,7 @@ def _write_rules(folder: Path, slo: FleetSLO) -> list[Path]:
             path.write_text(text, encoding="utf-8")
             written.append(path)
     return written
+
+
+def _group_names(files: Sequence[Path]) -> set[str]:
+    return {g["name"] for f in files for g in yaml.safe_load(f.read_text(encoding="utf-8"))["groups"]}

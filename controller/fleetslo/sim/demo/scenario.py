@@ -61,6 +61,8 @@ class DemoOptions:
     seed: int = 0
     report: str = "fleetslo-demo-report.html"
     prometheus: bool = False
+    #: ``--log-level``: ``debug`` puts everything in ``demo.log`` and the replicas' logs.
+    log_level: str = "info"
 
     @property
     def span_s(self) -> float:

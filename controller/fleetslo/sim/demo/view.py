@@ -47,6 +47,8 @@ class Status:
     observed_ttft: float | None
     observed_tpot: float | None
     decisions: Sequence[ScaleEvent]
+    #: Lines about the run itself (host lag, what Prometheus scrapes), shown under the numbers.
+    notes: Sequence[str] = ()
 
 
 def recent_latency(loadgen: LoadGenerator, now: float, q: float = 0.9) -> tuple[float | None, float | None]:
@@ -126,7 +128,8 @@ def render(s: Status) -> RenderableType:
         )
         decisions.add_row(_clock(e.t), e.reason, moved, str(e.batch_limit), e.message)
     note = Text("latency: what clients saw over the last simulated minute", style="dim")
-    return Group(head, numbers, note, decisions)
+    notes = [Text(n, style="bold yellow" if n.startswith("HOST") else "dim") for n in s.notes]
+    return Group(head, numbers, note, *notes, decisions)
 
 
 def line(s: Status) -> str:
@@ -138,4 +141,5 @@ def line(s: Status) -> str:
     return (
         f"[{_clock(s.now)}/{_clock(s.span)}] {s.arrival_rate:.2f} req/s · p90 TTFT {ttft} · "
         f"p90 TPOT {tpot} · ready {s.counts.ready} starting {s.counts.starting} · limit {s.batch_limit}{why}"
+        + "".join(f" · {n}" for n in s.notes)
     )

@@ -24,12 +24,14 @@ MAX_EVENTS_SHOWN = 300
 OPEN_EVENTS_UP_TO = 12
 
 
-def render_report(results: list[dict[str, Any]], title: str) -> str:
-    """One HTML page comparing ``results`` (one dict per simulated run) under ``title``."""
+def render_report(results: list[dict[str, Any]], title: str, notes: Sequence[str] = ()) -> str:
+    """One HTML page comparing ``results`` (one dict per run) under ``title``; ``notes`` are lines
+    about how the runs went (the demo's host, an interruption), shown under the title."""
     labels = _labels(results)
     x_max = max((_end_minutes(r) for r in results), default=1.0) or 1.0
+    said = "".join(f'<p class="run-note">{escape(n)}</p>' for n in notes)
     body = [
-        f"<header><h1>{escape(title)}</h1>{_subtitle(results)}</header>",
+        f"<header><h1>{escape(title)}</h1>{_subtitle(results)}{said}</header>",
         _summary(results, labels),
         _comparison(results, labels, x_max) if results else '<p class="empty">No runs to show.</p>',
         *(_run_section(r, label, i, x_max) for i, (r, label) in enumerate(zip(results, labels, strict=True))),
@@ -80,7 +82,7 @@ _COLUMNS: tuple[tuple[str, str, Callable[[Any], str], str], ...] = (
     ("Replica-hours", "replica_hours", lambda v: number(v, 2), "min"),
     ("GPU-hours", "gpu_hours", lambda v: number(v, 2), "min"),
     ("Cost / M tokens", "cost_per_million_tokens", money, "min"),
-    ("Scale events", "scale_events", lambda v: number(v, 0), ""),
+    ("Replica changes", "scale_events", lambda v: number(v, 0), ""),
     ("Requests", "requests", lambda v: number(v, 0), ""),
     ("Completed", "completed", lambda v: number(v, 0), ""),
     ("Rejected", "rejected", lambda v: number(v, 0), ""),
@@ -155,7 +157,8 @@ def _comparison(results: Sequence[Result], labels: Sequence[str], x_max: float) 
         _figure("Queue length", "Requests waiting (mean over the window).", _queue(results, labels, x_max)),
         _figure(
             "Batch limit",
-            "Concurrent sequences allowed per replica." + _shared_note(results, "batch_limit"),
+            "Concurrent sequences allowed per replica, log scale; along the top edge: no limit (the "
+            f"engine's own max_num_seqs{_max_seqs_note(results)})." + _shared_note(results, "batch_limit"),
             _batch(results, labels, x_max),
         ),
     ]
@@ -280,9 +283,22 @@ def _queue(results: Sequence[Result], labels: Sequence[str], x_max: float) -> st
     return render_chart(Chart("Queue length", "requests waiting", lines, x_max))
 
 
+def _no_limit(results: Sequence[Result]) -> float | None:
+    """The batch limit that means "no limit": the engine's ``max_num_seqs`` where the results say it."""
+    known = [v for r in results if (v := num(r.get("max_num_seqs"))) is not None]
+    return min(known) if known else None
+
+
+def _max_seqs_note(results: Sequence[Result]) -> str:
+    cap = _no_limit(results)
+    return "" if cap is None else f", {cap:g}"
+
+
 def _batch(results: Sequence[Result], labels: Sequence[str], x_max: float) -> str:
     lines = _each_or_shared(results, labels, lambda r: _steps(r, "batch_limit", x_max), step=True)
-    return render_chart(Chart("Batch limit", "sequences / replica", lines, x_max))
+    # Log scale: a controller's tight limits (4-15) and a loose one (200) both stay readable.
+    chart = Chart("Batch limit", "sequences / replica", lines, x_max, log=True, y_cap=_no_limit(results))
+    return render_chart(chart)
 
 
 # --- one run ----------------------------------------------------------------------------------
@@ -310,16 +326,19 @@ def _run_section(r: Result, label: str, index: int, x_max: float) -> str:
 def _events(r: Result) -> str:
     events = [e for e in (r.get("events") or []) if isinstance(e, Mapping)]
     if not events:
-        return '<p class="note">No scale events.</p>'
+        return '<p class="note">No decision moved a knob.</p>'
     rows = "".join(_event_row(e) for e in events[:MAX_EVENTS_SHOWN])
     more = len(events) - MAX_EVENTS_SHOWN
-    note = f'<p class="note">{more} more events not shown.</p>' if more > 0 else ""
+    note = f'<p class="note">{more} more decisions not shown.</p>' if more > 0 else ""
+    # The same count as the summary's "Replica changes", and the rest named for what they are.
+    replicas = sum(1 for e in events if e.get("replicas_from") != e.get("replicas_to"))
+    counts = f"{replicas} replica changes, {len(events) - replicas} batch-limit changes only"
     head = "".join(
         f"<th>{h}</th>" for h in ("time (h:mm:ss)", "replicas", "batch limit", "reason", "message")
     )
     return (
         f"<details{' open' if len(events) <= OPEN_EVENTS_UP_TO else ''}>"
-        f"<summary>Scale events ({len(events)})</summary>"
+        f"<summary>Decisions that moved a knob: {len(events)} ({counts})</summary>"
         f'<div class="table-wrap"><table class="events"><thead><tr>{head}</tr></thead>'
         f"<tbody>{rows}</tbody></table></div>{note}</details>"
     )

@@ -20,7 +20,8 @@ table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nu
 th, td { padding: 6px 10px; border-bottom: 1px solid var(--line); text-align: right; white-space: nowrap; }
 thead th { font-size: 12px; color: var(--muted); font-weight: 600; vertical-align: bottom;
   white-space: normal; }
-tbody th { text-align: left; font-weight: 600; }
+tbody th { text-align: left; font-weight: 600; white-space: normal; min-width: 11em; max-width: 20em; }
+table.summary th, table.summary td { padding: 6px 7px; }
 table.summary td.best { font-weight: 700; }
 table.events td, table.events th { text-align: left; }
 table.events td:last-child { white-space: normal; color: var(--muted); }
@@ -37,6 +38,8 @@ svg.chart { width: 100%; height: auto; display: block; }
 svg .grid { stroke: #eaeef2; stroke-width: 1; }
 svg .axis { stroke: #8c959f; stroke-width: 1; }
 svg .tick { fill: var(--muted); font-size: 12px; }
+svg .row-label { fill: var(--ink); font-weight: 600; }
+.run-note { color: var(--muted); margin: 6px 0 0; }
 svg .axis-label { fill: var(--muted); font-size: 12px; }
 svg .target { stroke: #24292f; stroke-width: 1.5; stroke-dasharray: 6 4; }
 svg .target-label { fill: #24292f; font-size: 12px; font-weight: 600; paint-order: stroke;

@@ -48,6 +48,9 @@ class Chart:
     #: Markers at the top edge for values above any scale (e.g. requests never served): (x, colour).
     overflow: Sequence[tuple[float, str]] = field(default_factory=tuple)
     height: int = HEIGHT
+    #: Values at or above this do not set the scale and are drawn along the top edge (a batch
+    #: limit of "no limit", the engine's max_num_seqs, would flatten real limits of 4-15).
+    y_cap: float | None = None
 
 
 def style(index: int) -> tuple[str, str]:
@@ -58,6 +61,8 @@ def style(index: int) -> tuple[str, str]:
 def render_chart(chart: Chart) -> str:
     """The chart as one ``<svg>`` element (responsive: it scales to its container's width)."""
     values = [y for line in chart.lines for _, y in line.points if y is not None and _drawable(y, chart.log)]
+    if chart.y_cap is not None:
+        values = [y for y in values if y < chart.y_cap] or [1.0]
     values += [y for y, _ in chart.targets]
     y_scale = _LogScale(values) if chart.log else _LinearScale(values)
     x_scale = _LinearScale([0.0, chart.x_max], pad=False)
@@ -76,19 +81,19 @@ def render_chart(chart: Chart) -> str:
 
 
 def render_strip(rows: Sequence[tuple[str, Sequence[bool | None]]], x_max: float, window_min: float) -> str:
-    """One row of cells per run: SLO met (green), missed (red), no traffic (grey)."""
-    row_h, gap = 18, 6
-    axis_y = TOP + len(rows) * (row_h + gap)
+    """One row of cells per run: SLO met (green), missed (red), no traffic (grey). Each row's label
+    sits above it, aligned with the plot, so no label length can push it off the left edge."""
+    row_h, label_h, gap = 16, 15, 6
+    pitch = label_h + row_h + gap
+    axis_y = TOP + len(rows) * pitch
     height = axis_y + 24
     plot = _Plot(_LinearScale([0.0, x_max], pad=False), _LinearScale([0.0, 1.0]), height)
     parts = [
         f'<svg class="chart strip" viewBox="0 0 {WIDTH} {height}" role="img" aria-label="SLO met per window">'
     ]
     for r, (label, cells) in enumerate(rows):
-        y = TOP + r * (row_h + gap)
-        parts.append(
-            f'<text class="tick" x="{LEFT - 8}" y="{y + row_h - 5}" text-anchor="end">{escape(label)}</text>'
-        )
+        y = TOP + r * pitch + label_h
+        parts.append(f'<text class="tick row-label" x="{LEFT}" y="{y - 4}">{escape(label)}</text>')
         spans = ((k * window_min, (k + 1) * window_min) for k in range(len(cells)))
         parts += (_cell(plot, label, met, span, (y, row_h)) for met, span in zip(cells, spans, strict=False))
     parts += _x_axis(plot, axis_y, label=False)

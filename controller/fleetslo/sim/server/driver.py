@@ -13,6 +13,10 @@ An arrival is handled exactly as the simulator's router hands one to a replica
 the next step boundary. A client that disconnects does not abort its request (the engine model has
 no abort): it runs to its end, as if the client had stayed.
 
+Every wake-up records how late it ran (``lag``, wall seconds): on a host that cannot keep up with
+the speed-up, steps end on time in simulated seconds but reach the clients late, and ``fleetslo
+demo`` reads that lag to say so (``/lag``).
+
 It must not know about HTTP or the exposition format; it must not block (it runs on the event loop).
 """
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import math
 import random
+from collections import deque
 from collections.abc import Callable
 
 from fleetslo.sim.engine import Engine
@@ -32,6 +37,8 @@ from fleetslo.sim.vllm_metrics import EngineMetrics
 
 #: Default wall seconds between two releases of tokens generated inside a decode run.
 STREAM_INTERVAL_S = 0.05
+#: Wake-ups whose lateness is kept (the most recent ones).
+LAG_SAMPLES = 2_000
 
 
 class Generation:
@@ -75,6 +82,8 @@ class EngineDriver:
         self._next_index = 0
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = math.inf
+        #: (loop time, wall seconds late) of recent wake-ups.
+        self.lag: deque[tuple[float, float]] = deque(maxlen=LAG_SAMPLES)
 
     @property
     def outstanding(self) -> int:
@@ -158,9 +167,11 @@ class EngineDriver:
             # A timer for the run's end carries it: at that instant the run has ended, whatever
             # the float round-off of converting between the two clocks says.
             due = engine.run_end if run_end <= tick else -math.inf
-            self._timer = loop.call_at(at, self._wake, due)
+            self._timer = loop.call_at(at, self._wake, due, at)
 
-    def _wake(self, due: float) -> None:
+    def _wake(self, due: float, at: float) -> None:
+        now = asyncio.get_running_loop().time()
+        self.lag.append((now, max(0.0, now - at)))
         self._timer, self._timer_at = None, math.inf
         self._advance(floor=due)
         self._settle()

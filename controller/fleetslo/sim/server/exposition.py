@@ -27,6 +27,7 @@ from prometheus_client.registry import CollectorRegistry
 from prometheus_client.samples import Sample
 from prometheus_client.utils import floatToGoString
 
+from fleetslo.core.families import FamilySpec, describe
 from fleetslo.sim.server import families as f
 from fleetslo.sim.vllm_metrics import ENGINE, EngineMetrics, Hist
 
@@ -54,6 +55,16 @@ class VllmCollector:
 
     def __init__(self, source: PageSource) -> None:
         self.source = source
+
+    def describe(self) -> list[Metric]:
+        """Every vLLM family this page has, from the help tables ``collect()`` also reads."""
+        specs = [
+            *(FamilySpec(f.PREFIX + name, "gauge", text) for name, text in f.GAUGE_HELP.items()),
+            *(FamilySpec(f.PREFIX + name, "counter", text) for name, text in f.COUNTER_HELP.items()),
+            *(FamilySpec(f.PREFIX + name, "histogram", text) for name, text in f.HISTOGRAM_HELP.items()),
+            FamilySpec(f.PREFIX + "cache_config_info", "gauge", f.CACHE_CONFIG_HELP),
+        ]
+        return describe(specs)
 
     def collect(self) -> Iterator[Metric]:
         m = self.source.metrics()

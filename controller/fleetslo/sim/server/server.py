@@ -2,7 +2,9 @@
 
 Routes, as vLLM serves them: ``POST /v1/completions`` and ``/v1/chat/completions`` (streamed as
 server-sent events, one per token, as the engine produces them; or one JSON answer at the end),
-``GET /v1/models``, ``GET /health`` and ``GET /metrics`` (see ``exposition``).
+``GET /v1/models``, ``GET /health`` and ``GET /metrics`` (see ``exposition``); and, not vLLM's,
+``GET /lag``: how late the engine's wake-ups ran over the last seconds (p90 and max, wall seconds),
+which ``fleetslo demo`` reads to tell whether the host keeps up with the speed-up.
 
 **Cold start.** The listener binds at once, but until the cold start has passed — the profile's
 ``cold_start_s`` (or ``--cold-start``) divided by the speedup, counted from ``started_at`` (the
@@ -16,7 +18,6 @@ Wiring and HTTP only: token counting and answers are ``openai``'s, the model is 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import signal
 import time
@@ -99,6 +100,7 @@ class SimServer:
         app = web.Application(middlewares=[self._until_ready])
         app.router.add_get("/health", self._health)
         app.router.add_get("/metrics", self._metrics_page)
+        app.router.add_get("/lag", self._lag)
         app.router.add_get("/v1/models", self._models)
         app.router.add_post("/v1/completions", lambda r: self._generate(r, chat=False))
         app.router.add_post("/v1/chat/completions", lambda r: self._generate(r, chat=True))
@@ -179,6 +181,18 @@ class SimServer:
         body, content_type = render(self._registry, request.headers.get("Accept"))
         return web.Response(body=body, headers={"Content-Type": content_type})
 
+    async def _lag(self, request: web.Request) -> web.Response:
+        """p90 and max lateness of the engine's wake-ups over the last ``window`` wall seconds (5)."""
+        assert self.driver is not None
+        try:
+            window = float(request.query.get("window", "5"))
+        except ValueError:
+            return web.json_response({"error": "window: expected seconds"}, status=400)
+        since = asyncio.get_running_loop().time() - window
+        late = sorted(lag for at, lag in self.driver.lag if at >= since)
+        p90 = late[min(len(late) - 1, int(0.9 * len(late)))] if late else None
+        return web.json_response({"wakes": len(late), "p90_s": p90, "max_s": late[-1] if late else None})
+
     async def _models(self, _: web.Request) -> web.Response:
         card = {
             "id": self.model,
@@ -245,15 +259,23 @@ async def serve(settings: SimServerSettings, profile: EngineProfile, stop: async
 
 
 def run_sim_server(settings: SimServerSettings, profile: EngineProfile) -> int:
-    """Entry point of ``fleetslo sim-server``: serve until SIGTERM or SIGINT, then exit 0."""
+    """Entry point of ``fleetslo sim-server``: serve until SIGTERM (exit 0) or SIGINT (exit 130)."""
+    received: list[int] = []
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+
+        def stopping(signum: int) -> None:
+            received.append(signum)
+            stop.set()
+
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, stopping, sig)
         await serve(settings, profile, stop)
 
-    with contextlib.suppress(KeyboardInterrupt):
+    try:
         asyncio.run(main())
-    return 0
+    except KeyboardInterrupt:  # before the handlers were installed
+        received.append(signal.SIGINT)
+    return 128 + signal.SIGINT if signal.SIGINT in received else 0

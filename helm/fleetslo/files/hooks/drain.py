@@ -36,12 +36,12 @@ def drained_by_metrics(url: str) -> bool:
         page = response.read().decode("utf-8", "replace")
 
     def value(name: str) -> float | None:
-        # Summed over the family's series (one per model_name); None when it has none.
-        found = re.findall(rf"^{name}(?:{{[^}}]*}})? (\S+)$", page, re.MULTILINE)
+        # Summed over the series of the family: gate families carry model_name (one per model).
+        found = re.findall(rf"^{name}(?:\{{[^}}]*\}})? (\S+)$", page, re.MULTILINE)
         return sum(float(v) for v in found) if found else None
 
     busy = (value("fleetslo_gate_inflight") or 0) + (value("fleetslo_gate_queue_length") or 0)
-    return (value("fleetslo_gate_draining") or 0) >= 1 and busy == 0
+    return value("fleetslo_gate_draining") == 1 and busy == 0
 
 
 def main(argv: list[str]) -> int:

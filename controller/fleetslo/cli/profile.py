@@ -1,0 +1,290 @@
+"""``fleetslo profile``: benchmark one running vLLM (directly or through the gate), fit the engine
+profile the simulator and the capacity model use, write it as YAML with its provenance, and — with
+``--validate`` — check it: open-loop runs at fractions of the measured saturation rate, each
+measured by the client and predicted by the simulator with the new profile, errors side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from fleetslo.cli.common import EXIT_FAILURE, EXIT_OK
+from fleetslo.core.errors import ConfigError
+
+DEFAULT_CONCURRENCY = "1,2,4,8"
+DEFAULT_PROMPTS = "16,256,768"
+
+
+def _configure_profile(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--url", required=True, help="the OpenAI API: vLLM itself or the gate in front of it")
+    p.add_argument(
+        "--metrics-url", help="vLLM's /metrics page (default URL/metrics; via a sidecar: …/vllm/metrics)"
+    )
+    p.add_argument("--model", help="served model name (default: the first of /v1/models)")
+    p.add_argument("--out", required=True, help="write the engine profile YAML here")
+    p.add_argument("--name", help="profile name (default: derived from the model)")
+    p.add_argument("--hardware", default="unspecified", help="what the replica runs on, for the record")
+    p.add_argument(
+        "--concurrency",
+        default=DEFAULT_CONCURRENCY,
+        help=f"closed-loop sweep (default {DEFAULT_CONCURRENCY})",
+    )
+    p.add_argument(
+        "--prompt-tokens", dest="prompt_tokens", default=DEFAULT_PROMPTS, help="prompt-length sweep"
+    )
+    p.add_argument(
+        "--sweep-prompt", dest="sweep_prompt", type=int, default=64, help="prompt of the concurrency sweep"
+    )
+    p.add_argument(
+        "--output-tokens", dest="output_tokens", type=int, default=32, help="output tokens per request"
+    )
+    p.add_argument("--requests", type=int, default=6, help="requests per client in each phase (default 6)")
+    p.add_argument(
+        "--max-num-seqs", dest="max_num_seqs", type=int, default=256, help="the server's --max-num-seqs"
+    )
+    p.add_argument("--max-num-batched-tokens", dest="max_num_batched_tokens", type=int, default=2048)
+    p.add_argument(
+        "--cold-start", dest="cold_start", type=float, default=40.0, help="seconds to healthy (default 40)"
+    )
+    p.add_argument(
+        "--validate", action="store_true", help="also check the fit open-loop at 30/60/90%% of saturation"
+    )
+    p.add_argument("--validate-seconds", dest="validate_seconds", type=float, default=25.0)
+
+
+def _ints(flag: str, text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ConfigError(f"--{flag}: {text!r} is not a comma-separated list of integers") from None
+    if not values or min(values) < 1:
+        raise ConfigError(f"--{flag}: {text!r}: give positive integers")
+    return values
+
+
+def _run_profile(args: argparse.Namespace) -> int:
+    import logging
+
+    from rich.console import Console
+
+    from fleetslo.engine.bench import Bench
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request would bury the table
+    concurrency = _ints("concurrency", args.concurrency)
+    prompts = _ints("prompt-tokens", args.prompt_tokens)
+    url = args.url.rstrip("/")
+    console = Console(stderr=True)
+    model, max_model_len = _served_model(url, args.model)
+    metrics_url = args.metrics_url or f"{url}/metrics"
+    page = _page(metrics_url)
+    bench = Bench(url, model, metrics_url if page is not None else None)
+    phases = plan_phases(concurrency, prompts, args)
+    started = datetime.now(UTC)
+    results = _run_with_progress(bench, phases, console)
+    from fleetslo.sim.calibrate import fit
+
+    fitted = fit(results)
+    document = profile_document(args, ProfileRun(url, model, max_model_len, page, results, fitted, started))
+    Path(args.out).write_text(yaml.safe_dump(document, sort_keys=False, width=110), encoding="utf-8")
+    _print_fit(console, results, fitted, args.out)
+    if args.validate:
+        from fleetslo.cli.profile_check import validate
+
+        ok = validate(bench, args.out, results, args.validate_seconds, console)
+        return EXIT_OK if ok else EXIT_FAILURE
+    return EXIT_OK
+
+
+def plan_phases(concurrency: list[int], prompts: list[int], args: argparse.Namespace) -> list[Any]:
+    from fleetslo.engine.bench import Phase
+
+    out = args.output_tokens
+    phases = [Phase(f"c{c}", c, args.sweep_prompt, out, max(4, c * args.requests)) for c in concurrency]
+    # Prompt sweep at two clients: prefill chunks then run beside a decoding sequence (mixed steps).
+    phases += [Phase(f"p{p}", 2, p, max(8, out // 2), 2 * args.requests) for p in prompts]
+    return phases
+
+
+def _served_model(url: str, wanted: str | None) -> tuple[str, int | None]:
+    try:
+        data = httpx.get(f"{url}/v1/models", timeout=10).json()["data"]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"--url: {url}/v1/models did not answer with a model list ({exc})") from None
+    for entry in data:
+        if wanted in (None, entry.get("id")):
+            return str(entry["id"]), entry.get("max_model_len")
+    raise ConfigError(f"--model: {wanted!r} not served at {url} (serves {[e.get('id') for e in data]})")
+
+
+def _page(metrics_url: str) -> str | None:
+    try:
+        response = httpx.get(metrics_url, timeout=10)
+    except httpx.HTTPError:
+        return None
+    return response.text if response.status_code == 200 else None
+
+
+def _run_with_progress(bench: Any, phases: list[Any], console: Any) -> list[Any]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    total = sum(p.requests for p in phases)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=False) as bar:
+        task = bar.add_task("warm-up", total=total + 2)
+
+        async def run_all() -> list[Any]:
+            from fleetslo.engine.bench import Phase
+
+            await bench.closed(Phase("warm-up", 1, 16, 4, 2), lambda n: bar.advance(task, n))
+            out = []
+            for phase in phases:
+                bar.update(
+                    task,
+                    description=f"{phase.name}: {phase.concurrency} clients, prompt {phase.prompt_tokens}",
+                )
+                out.append(await bench.closed(phase, lambda n: bar.advance(task, n)))
+            return out
+
+        return asyncio.run(run_all())
+
+
+@dataclass(frozen=True)
+class ProfileRun:
+    """What one ``fleetslo profile`` run measured, for the document that records it."""
+
+    url: str
+    model: str
+    max_model_len: int | None
+    page: str | None
+    results: list[Any]
+    fitted: Any
+    started: datetime
+
+
+def profile_document(args: argparse.Namespace, run: ProfileRun) -> dict[str, Any]:
+    from fleetslo.engine.bench import read_counters
+
+    model, page, results, fitted, started, url = (
+        run.model,
+        run.page,
+        run.results,
+        run.fitted,
+        run.started,
+        run.url,
+    )
+    max_model_len = run.max_model_len
+
+    kv_tokens = _kv_capacity(page)
+    sweep = [r for r in results if r.phase.name.startswith("c")]
+    step = fitted.step_time.model_dump()
+    doc: dict[str, Any] = {
+        "name": args.name or f"fitted-{model.replace('/', '-')}",
+        "description": f"fitted by fleetslo profile against {url} on {started.isoformat(timespec='seconds')}",
+        "model": model,
+        "hardware": args.hardware,
+        "gpus_per_replica": 1,
+        "tensor_parallel": 1,
+        "cold_start_s": args.cold_start,
+        "max_num_seqs": args.max_num_seqs,
+        "max_num_batched_tokens": max(args.max_num_batched_tokens, args.max_num_seqs),
+        "max_model_len": int(max_model_len or 2048),
+        "kv_capacity_tokens": int(kv_tokens or 100_000),
+        "step_time": {k: float(v) for k, v in step.items()},
+    }
+    if fitted.frontend is not None:
+        doc["frontend"] = {k: float(v) for k, v in fitted.frontend.model_dump().items()}
+    doc["calibration"] = {
+        "workload": {
+            "input_tokens": args.sweep_prompt,
+            "output_tokens": args.output_tokens,
+            "num_prompts_per_concurrency": args.requests,
+        },
+        "points": [_point(r) for r in sweep if _point(r) is not None],
+    }
+    steps_how = (
+        "the fleetslo engine plugin's per-step totals"
+        if fitted.steps_measured
+        else "client timings only (no plugin)"
+    )
+    doc["provenance"] = {
+        "measured": [
+            f"step_time: non-negative least squares over {len(results)} closed-loop phases, "
+            f"from {steps_how}; "
+            + "relative residuals "
+            + ", ".join(f"{k} {v:+.1%}" for k, v in fitted.residuals.items()),
+            "frontend: mean client TTFT/TPOT minus vLLM's own, per phase"
+            if fitted.frontend is not None
+            else "frontend: not fitted (vLLM's latency sums were not readable)",
+            "kv_capacity_tokens: vllm:cache_config_info num_gpu_blocks x block_size"
+            if kv_tokens
+            else "kv_capacity_tokens: not on the page (100000 assumed)",
+        ],
+        "assumed": ["cold_start_s, max_num_seqs, max_num_batched_tokens: given on the command line"],
+        "sources": [
+            f"fleetslo profile, {started.isoformat(timespec='seconds')}, against {url} (model {model})",
+            "phases: " + "; ".join(_phase_line(r) for r in results),
+            f"engine page had the plugin: {'fleetslo_engine_steps_total' in read_counters(page or '')}",
+        ],
+    }  # fmt: skip
+    return doc
+
+
+def _phase_line(r: Any) -> str:
+    p = r.phase
+    counts = f"n={len(r.ok)}/{len(r.shots)}"
+    return f"{p.name} c={p.concurrency} prompt={p.prompt_tokens} out={p.output_tokens} {counts}"
+
+
+def _point(result: Any) -> dict[str, float] | None:
+    ttfts = [s.ttft_s for s in result.ok if s.ttft_s is not None]
+    tpots = [s.tpot_s for s in result.ok if s.tpot_s is not None]
+    if not ttfts or not tpots or result.wall_s <= 0:
+        return None
+    tokens = sum(s.output_tokens for s in result.ok)
+    return {
+        "concurrency": result.phase.concurrency,
+        "mean_ttft_s": statistics.fmean(ttfts),
+        "mean_tpot_s": statistics.fmean(tpots),
+        "output_tokens_per_s": tokens / result.wall_s,
+    }
+
+
+def _kv_capacity(page: str | None) -> int | None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for family in text_string_to_metric_families(page or ""):
+        if family.name == "vllm:cache_config_info":
+            for sample in family.samples:
+                blocks, size = sample.labels.get("num_gpu_blocks"), sample.labels.get("block_size")
+                if blocks not in (None, "None") and size not in (None, "None"):
+                    return int(blocks) * int(size)
+    return None
+
+
+def _print_fit(console: Any, results: list[Any], fitted: Any, out: str) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"engine profile written to {out}")
+    for col in ("phase", "clients", "prompt", "ok", "req/s", "mean TTFT", "mean TPOT", "step fit"):
+        table.add_column(col)
+    for r in results:
+        point = _point(r) or {}
+        table.add_row(
+            r.phase.name, str(r.phase.concurrency), str(r.phase.prompt_tokens), f"{len(r.ok)}/{len(r.shots)}",
+            f"{len(r.ok) / r.wall_s:.2f}" if r.wall_s else "-",
+            f"{point.get('mean_ttft_s', float('nan')) * 1e3:.1f} ms",
+            f"{point.get('mean_tpot_s', float('nan')) * 1e3:.1f} ms",
+            f"{fitted.residuals.get(r.phase.name, float('nan')):+.1%}",
+        )  # fmt: skip
+    console.print(table)
+    console.print(f"step time: {fitted.step_time.model_dump()}")
+    console.print(f"front end: {fitted.frontend.model_dump() if fitted.frontend else 'not fitted'}")

@@ -1,0 +1,142 @@
+"""``fleetslo profile --validate``: does the fitted profile predict what a client sees at loads the
+fit never saw? Open-loop Poisson arrivals at 30, 60 and 90 % of the saturation rate the sweep
+measured, each replayed against the real server and through ``fleetslo simulate``'s code (one
+static replica with the new profile) on exactly the same arrivals; p90 TTFT and TPOT side by side.
+The result is appended to the profile's provenance, so the file says how good it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+#: Fractions of the measured saturation rate to check at, and the error a pass allows.
+FRACTIONS = (0.3, 0.6, 0.9)
+TOLERANCE = 0.20
+
+
+def saturation_rate(results: list[Any]) -> tuple[float, Any]:
+    """Highest request rate of the concurrency sweep (its phases are named ``c<N>``), and that phase."""
+    sweep = [r for r in results if r.phase.name.startswith("c") and r.wall_s > 0]
+    best = max(sweep, key=lambda r: len(r.ok) / r.wall_s)
+    return len(best.ok) / best.wall_s, best.phase
+
+
+def poisson_arrivals(
+    rate: float, seconds: float, prompt: int, output: int, seed: int
+) -> list[tuple[float, int, int]]:
+    rng, t = random.Random(seed), 0.0
+    out: list[tuple[float, int, int]] = []
+    while True:
+        t += rng.expovariate(rate)
+        if t > seconds:
+            return out
+        out.append((t, prompt, output))
+
+
+def client_p90s(shots: list[Any]) -> tuple[float | None, float | None, int]:
+    from fleetslo.sim.result import exact_quantile
+
+    ttfts = [s.ttft_s for s in shots if s.ok and s.ttft_s is not None]
+    tpots = [s.tpot_s for s in shots if s.ok and s.tpot_s is not None]
+    return exact_quantile(0.9, ttfts), exact_quantile(0.9, tpots), sum(1 for s in shots if not s.ok)
+
+
+def simulated_p90s(
+    profile_path: str, arrivals: list[tuple[float, int, int]]
+) -> tuple[float | None, float | None]:
+    """What ``fleetslo simulate --profile FILE --policy static --replicas 1`` says for these arrivals."""
+    from fleetslo.cli.common import read_yaml_file
+    from fleetslo.sim import compare
+    from fleetslo.sim.profile import profile_from_mapping
+    from fleetslo.sim.traces import load_trace
+
+    profile = profile_from_mapping(read_yaml_file(profile_path), profile_path)
+    with tempfile.NamedTemporaryFile("w", suffix=".csv", delete=False, encoding="utf-8") as f:
+        f.write("arrival_s,input_tokens,output_tokens\n")
+        f.writelines(f"{t:.6f},{p},{o}\n" for t, p, o in arrivals)
+    try:
+        options = compare.SimulateOptions(replicas=1, initial_replicas=1, min_replicas=1, max_replicas=1)
+        trace = compare.shape_trace(load_trace(f.name), options)
+        scenario = compare.build_scenario(trace, "profile-validation", profile, options)
+        result = compare.run_all(scenario, options)[0]
+    finally:
+        Path(f.name).unlink()
+    return result["p90_ttft_s"], result["p90_tpot_s"]
+
+
+def _error(predicted: float | None, measured: float | None) -> float | None:
+    return None if predicted is None or not measured else predicted / measured - 1
+
+
+def validate(bench: Any, profile_path: str, results: list[Any], seconds: float, console: Any) -> bool:
+    from rich.table import Table
+
+    rate, phase = saturation_rate(results)
+    table = Table(title=f"open-loop check of {profile_path} (saturation {rate:.2f} req/s)")
+    for col in (
+        "load",
+        "req/s",
+        "requests",
+        "failed",
+        "p90 TTFT client",
+        "sim",
+        "error",
+        "p90 TPOT client",
+        "sim",
+        "error",
+    ):
+        table.add_column(col)
+    rows, passed = [], True
+    for i, fraction in enumerate(FRACTIONS):
+        arrivals = poisson_arrivals(
+            rate * fraction, seconds, phase.prompt_tokens, phase.output_tokens, seed=i
+        )
+        shots = asyncio.run(bench.run_open(arrivals))
+        ttft, tpot, failed = client_p90s(shots)
+        sim_ttft, sim_tpot = simulated_p90s(profile_path, arrivals)
+        e_ttft, e_tpot = _error(sim_ttft, ttft), _error(sim_tpot, tpot)
+        passed &= failed == 0 and all(e is not None and abs(e) <= TOLERANCE for e in (e_ttft, e_tpot))
+        rows.append(
+            {"fraction": fraction, "rate": rate * fraction, "requests": len(arrivals), "failed": failed,
+             "client_p90_ttft_s": ttft, "sim_p90_ttft_s": sim_ttft, "ttft_error": e_ttft,
+             "client_p90_tpot_s": tpot, "sim_p90_tpot_s": sim_tpot, "tpot_error": e_tpot}
+        )  # fmt: skip
+        table.add_row(
+            f"{fraction:.0%}", f"{rate * fraction:.2f}", str(len(arrivals)), str(failed),
+            _ms(ttft), _ms(sim_ttft), _pct(e_ttft), _ms(tpot), _ms(sim_tpot), _pct(e_tpot),
+        )  # fmt: skip
+    console.print(table)
+    _record(profile_path, rows)
+    return passed
+
+
+def _record(profile_path: str, rows: list[dict[str, Any]]) -> None:
+    """Into the profile's provenance as a line, and every number beside it as ``FILE.validation.json``."""
+    path = Path(profile_path)
+    path.with_name(path.name + ".validation.json").write_text(
+        json.dumps(rows, indent=2) + "\n", encoding="utf-8"
+    )
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    doc.setdefault("provenance", {}).setdefault("measured", []).append(
+        "validation (open loop, p90 sim vs client): "
+        + "; ".join(
+            f"{r['fraction']:.0%} load TTFT {_pct(r['ttft_error'])} TPOT {_pct(r['tpot_error'])}"
+            for r in rows
+        )
+    )
+    path.write_text(yaml.safe_dump(doc, sort_keys=False, width=110), encoding="utf-8")
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1e3:.1f} ms"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1%}"

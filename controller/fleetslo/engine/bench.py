@@ -1,0 +1,141 @@
+"""The bounded benchmark behind ``fleetslo profile``: closed-loop phases against one real vLLM,
+each measured by the client and, where the engine's page has them, by the engine itself.
+
+A phase is ``concurrency`` clients, each sending the next request as soon as its last one finished,
+until ``requests`` have been sent, all with the same prompt and output length. Before and after a
+phase the engine's ``/metrics`` page is read: the differences of vLLM's own TTFT/TPOT sums and of the
+fleetslo plugin's step totals (``fleetslo_engine_step_*``) say what the engine saw in that phase. A
+counter that the page does not have is ``None`` in the result, never 0.
+
+``run_open`` replays a fixed list of arrivals open-loop (the validation of a fitted profile).
+This module sends and measures; ``fleetslo.sim.calibrate`` fits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from fleetslo.engine.client import Shot, completion_body, shoot
+
+#: Engine counters read around each phase: the plugin's step totals and vLLM's latency sums.
+ENGINE_COUNTERS = (
+    "fleetslo_engine_steps",
+    "fleetslo_engine_step_seconds",
+    "fleetslo_engine_step_prefill_seqs",
+    "fleetslo_engine_step_prefill_tokens",
+    "fleetslo_engine_step_decode_seqs",
+    "fleetslo_engine_step_kv_tokens",
+    "vllm:time_to_first_token_seconds_sum",
+    "vllm:time_to_first_token_seconds_count",
+    "vllm:request_time_per_output_token_seconds_sum",
+    "vllm:request_time_per_output_token_seconds_count",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    name: str
+    concurrency: int
+    prompt_tokens: int
+    output_tokens: int
+    requests: int
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseResult:
+    phase: Phase
+    shots: tuple[Shot, ...]
+    wall_s: float
+    #: Differences over the phase of ``ENGINE_COUNTERS`` (``None``: not on the page).
+    engine: dict[str, float | None]
+
+    @property
+    def ok(self) -> list[Shot]:
+        return [s for s in self.shots if s.ok]
+
+
+def read_counters(text: str) -> dict[str, float]:
+    """Totals of every sample on a Prometheus text page, summed over labels, by sample name."""
+    totals: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            totals[sample.name] = totals.get(sample.name, 0.0) + float(sample.value)
+    return totals
+
+
+def counter_deltas(before: dict[str, float], after: dict[str, float]) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for name in ENGINE_COUNTERS:
+        total = name if name.endswith(("_sum", "_count")) else f"{name}_total"
+        out[name] = after[total] - before[total] if total in after and total in before else None
+    return out
+
+
+class Bench:
+    """Phases against one server: ``url`` for requests, ``metrics_url`` for the engine's page."""
+
+    def __init__(self, url: str, model: str, metrics_url: str | None, timeout_s: float = 120.0) -> None:
+        self.url, self.model, self.metrics_url = url.rstrip("/"), model, metrics_url
+        self.timeout_s = timeout_s
+        self._salt = 0
+
+    async def _page(self, http: httpx.AsyncClient) -> dict[str, float]:
+        if self.metrics_url is None:
+            return {}
+        try:
+            response = await http.get(self.metrics_url)
+            return read_counters(response.text) if response.status_code == 200 else {}
+        except (httpx.HTTPError, ValueError):
+            return {}
+
+    def _body(self, prompt_tokens: int, output_tokens: int) -> dict[str, object]:
+        self._salt += 1
+        return completion_body(self.model, prompt_tokens, output_tokens, self._salt)
+
+    async def closed(self, phase: Phase, progress: Callable[[int], None] = lambda n: None) -> PhaseResult:
+        limits = httpx.Limits(max_connections=phase.concurrency + 4)
+        async with httpx.AsyncClient(timeout=self.timeout_s, limits=limits) as http:
+            before = await self._page(http)
+            remaining = phase.requests
+            shots: list[Shot] = []
+
+            async def worker() -> None:
+                nonlocal remaining
+                while remaining > 0:
+                    remaining -= 1
+                    shots.append(
+                        await shoot(http, self.url, self._body(phase.prompt_tokens, phase.output_tokens))
+                    )
+                    progress(1)
+
+            start = time.monotonic()
+            await asyncio.gather(*(worker() for _ in range(phase.concurrency)))
+            wall = time.monotonic() - start
+            after = await self._page(http)
+        return PhaseResult(phase, tuple(shots), wall, counter_deltas(before, after) if after else {})
+
+    async def run_open(
+        self,
+        arrivals: Sequence[tuple[float, int, int]],
+        progress: Callable[[int], None] = lambda n: None,
+    ) -> list[Shot]:
+        """Send ``(offset_s, prompt_tokens, output_tokens)`` at their offsets from now, whatever is
+        in flight (open loop), and return every shot in arrival order."""
+        async with httpx.AsyncClient(
+            timeout=self.timeout_s, limits=httpx.Limits(max_connections=None)
+        ) as http:
+            start = time.monotonic()
+
+            async def one(offset: float, prompt: int, output: int) -> Shot:
+                await asyncio.sleep(max(0.0, start + offset - time.monotonic()))
+                shot = await shoot(http, self.url, self._body(prompt, output))
+                progress(1)
+                return shot
+
+            return list(await asyncio.gather(*(one(*a) for a in arrivals)))

@@ -1,0 +1,189 @@
+"""Fit an engine profile to a real engine: step-time coefficients from what each benchmark phase's
+steps held and took, and the API server's cost from the client's latency minus the engine's.
+
+**Step time.** The simulator's step is ``overhead + per_seq·seqs + per_prefill_token·P +
+per_kv_token·KV`` (``fleetslo.sim.profile.StepTime``; the quadratic attention term is left at 0:
+short prompts cannot separate it from the linear one). The model is linear, so it holds for means
+over a phase too: with the fleetslo engine plugin each phase gives the mean step time and the mean
+batch composition exactly (differences of its running totals over the step count). Without the
+plugin a phase is estimated from the client's side (steps ≈ output tokens / concurrency, KV ≈
+concurrency × (prompt + output/2)) and the provenance says so. The fit is non-negative least squares
+over the phases, relative (each phase weighted by 1/its mean step time), so short and long steps count alike.
+
+**Front end.** Per phase, mean client TTFT − mean vLLM TTFT (vLLM's own histogram sums) is the time
+outside the engine's clock; regressed on the prompt length it gives ``per_request_s`` and
+``per_prompt_token_s``; client TPOT − vLLM TPOT gives ``per_output_token_s``. Without vLLM's sums
+the front end is not fitted (``None``), never assumed to be 0.
+
+Pure arithmetic over measurements: no I/O, no clock.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fleetslo.engine.bench import PhaseResult
+from fleetslo.sim.profile import Frontend, StepTime
+
+
+@dataclass(frozen=True, slots=True)
+class StepMeans:
+    """A phase's mean step: its composition and time, and whether the engine measured it."""
+
+    seqs: float
+    prefill_tokens: float
+    kv_tokens: float
+    seconds: float
+    measured: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Fit:
+    step_time: StepTime
+    frontend: Frontend | None
+    #: Relative error of the fitted step time on each phase's mean step, by phase name.
+    residuals: dict[str, float]
+    steps_measured: bool
+
+
+def step_means(result: PhaseResult) -> StepMeans | None:
+    """The phase's mean step, from the plugin's totals if present, else estimated from the client."""
+    engine, phase = result.engine, result.phase
+    steps = engine.get("fleetslo_engine_steps")
+    if steps:
+        sums = [engine.get(f"fleetslo_engine_step_{k}") for k in ("prefill_seqs", "decode_seqs")]
+        tokens, kv = (
+            engine.get("fleetslo_engine_step_prefill_tokens"),
+            engine.get("fleetslo_engine_step_kv_tokens"),
+        )
+        seconds = engine.get("fleetslo_engine_step_seconds")
+        if None not in (*sums, tokens, kv, seconds):
+            return StepMeans(
+                seqs=sum(s or 0.0 for s in sums) / steps,
+                prefill_tokens=(tokens or 0.0) / steps,
+                kv_tokens=(kv or 0.0) / steps,
+                seconds=(seconds or 0.0) / steps,
+                measured=True,
+            )
+    ok = result.ok
+    output = sum(s.output_tokens for s in ok)
+    if not ok or output == 0:
+        return None
+    est_steps = output / phase.concurrency
+    return StepMeans(
+        seqs=float(phase.concurrency),
+        prefill_tokens=phase.prompt_tokens * len(ok) / est_steps,
+        kv_tokens=phase.concurrency * (phase.prompt_tokens + phase.output_tokens / 2),
+        seconds=result.wall_s / est_steps,
+        measured=False,
+    )
+
+
+def nnls(rows: Sequence[Sequence[float]], targets: Sequence[float]) -> list[float]:
+    """Least squares with every coefficient >= 0, by trying each set of free coefficients (a few
+    columns only) and keeping the best solution whose coefficients are all non-negative."""
+    width = len(rows[0])
+    best: tuple[float, list[float]] | None = None
+    for size in range(width, 0, -1):
+        for free in itertools.combinations(range(width), size):
+            solved = _least_squares([[row[j] for j in free] for row in rows], targets)
+            if solved is None or min(solved) < 0:
+                continue
+            coef = [0.0] * width
+            for j, value in zip(free, solved, strict=True):
+                coef[j] = value
+            error = sum(
+                (sum(c * x for c, x in zip(coef, row, strict=True)) - t) ** 2
+                for row, t in zip(rows, targets, strict=True)
+            )
+            if best is None or error < best[0]:
+                best = (error, coef)
+    return best[1] if best is not None else [0.0] * width
+
+
+def _least_squares(rows: Sequence[Sequence[float]], targets: Sequence[float]) -> list[float] | None:
+    """Normal equations solved by Gaussian elimination; ``None`` when they are singular."""
+    n = len(rows[0])
+    a = [
+        [sum(r[i] * r[j] for r in rows) for j in range(n)]
+        + [sum(r[i] * t for r, t in zip(rows, targets, strict=True))]
+        for i in range(n)
+    ]
+    for col in range(n):
+        pivot = max(range(col, n), key=lambda r: abs(a[r][col]))
+        if abs(a[pivot][col]) < 1e-18 * max(1.0, *(abs(v) for row in a for v in row)):
+            return None
+        a[col], a[pivot] = a[pivot], a[col]
+        for r in range(n):
+            if r != col:
+                f = a[r][col] / a[col][col]
+                a[r] = [x - f * y for x, y in zip(a[r], a[col], strict=True)]
+    return [a[i][n] / a[i][i] for i in range(n)]
+
+
+def fit_step_time(results: Sequence[PhaseResult]) -> tuple[StepTime, dict[str, float], bool]:
+    means = [(r.phase.name, m) for r in results if (m := step_means(r)) is not None and m.seconds > 0]
+    if len(means) < 2:
+        raise ValueError("need at least two phases with finished requests to fit step time")
+    # Columns scaled to comparable magnitudes so the elimination stays well conditioned.
+    scale = [1.0, 1.0, 1e-3, 1e-3]
+    rows = [
+        [
+            1.0 / m.seconds,
+            m.seqs / m.seconds,
+            m.prefill_tokens * 1e-3 / m.seconds,
+            m.kv_tokens * 1e-3 / m.seconds,
+        ]
+        for _, m in means
+    ]
+    coef = [c * s for c, s in zip(nnls(rows, [1.0] * len(rows)), scale, strict=True)]
+    overhead = coef[0] if coef[0] > 0 else min(m.seconds for _, m in means) * 0.5
+    step = StepTime(
+        overhead_s=overhead, per_seq_s=coef[1], per_prefill_token_s=max(coef[2], 1e-9), per_kv_token_s=coef[3]
+    )
+    residuals = {name: _predict(step, m) / m.seconds - 1 for name, m in means}
+    return step, residuals, all(m.measured for _, m in means)
+
+
+def _predict(step: StepTime, m: StepMeans) -> float:
+    return (
+        step.overhead_s
+        + step.per_seq_s * m.seqs
+        + step.per_prefill_token_s * m.prefill_tokens
+        + step.per_kv_token_s * m.kv_tokens
+    )
+
+
+def fit_frontend(results: Sequence[PhaseResult]) -> Frontend | None:
+    """The API server's cost, or ``None`` when no phase has vLLM's own latency sums."""
+    ttft_rows, ttft_gaps, tpot_gaps = [], [], []
+    for r in results:
+        ok, e = r.ok, r.engine
+        ttft_n, tpot_n = (
+            e.get("vllm:time_to_first_token_seconds_count"),
+            e.get("vllm:request_time_per_output_token_seconds_count"),
+        )
+        ttfts = [s.ttft_s for s in ok if s.ttft_s is not None]
+        if ttft_n and ttfts and e.get("vllm:time_to_first_token_seconds_sum") is not None:
+            engine_ttft = (e["vllm:time_to_first_token_seconds_sum"] or 0.0) / ttft_n
+            ttft_rows.append([1.0, r.phase.prompt_tokens / 1000.0])
+            ttft_gaps.append(statistics.fmean(ttfts) - engine_ttft)
+        tpots = [s.tpot_s for s in ok if s.tpot_s is not None]
+        if tpot_n and tpots and e.get("vllm:request_time_per_output_token_seconds_sum") is not None:
+            engine_tpot = (e["vllm:request_time_per_output_token_seconds_sum"] or 0.0) / tpot_n
+            tpot_gaps.append(statistics.fmean(tpots) - engine_tpot)
+    if not ttft_rows:
+        return None
+    per_request, per_kilo_token = nnls(ttft_rows, ttft_gaps)
+    per_output = max(0.0, statistics.median(tpot_gaps)) if tpot_gaps else 0.0
+    return Frontend(
+        per_request_s=per_request, per_prompt_token_s=per_kilo_token / 1000.0, per_output_token_s=per_output
+    )
+
+
+def fit(results: Sequence[PhaseResult]) -> Fit:
+    step, residuals, measured = fit_step_time(results)
+    return Fit(step, fit_frontend(results), residuals, measured)

@@ -1,0 +1,231 @@
+"""The sidecar and its gate in front of a real vLLM: every request counted on both sides, the
+limit holding vLLM's running count, responses relayed unchanged, drain and client hang-ups, and
+the gate's latency beside the client's (the agreement is recorded in the tier's figures).
+
+The exporter runs as its own process (``fleetslo exporter``), exactly as deployed beside vLLM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fleetslo.control.local.replica import free_port
+from fleetslo.engine.bench import read_counters
+from fleetslo.engine.client import Shot, completion_body, shoot
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.realvllm.engine import MODEL_NAME, REPO
+
+LIMIT = 4
+CLIENTS = 10
+REQUESTS = 40
+
+
+class Sidecar:
+    def __init__(self, vllm_url: str, token_file: Path, log: Path) -> None:
+        self.port, self.gate_port, self.admin_port = free_port(), free_port(), free_port()
+        argv = [
+            sys.executable, "-m", "fleetslo.cli", "--log-level", "warning", "exporter",
+            "--vllm-url", vllm_url, "--listen", f"127.0.0.1:{self.port}", "--interval", "1s",
+            "--gpu-backend", "none", "--slo-ttft", "2s", "--slo-tpot", "100ms",
+            "--gate-listen", f"127.0.0.1:{self.gate_port}", "--gate-upstream", vllm_url,
+            "--gate-max-inflight", str(LIMIT), "--gate-max-queue", "1000",
+            "--gate-admin-listen", f"127.0.0.1:{self.admin_port}", "--admin-token-file", str(token_file),
+        ]  # fmt: skip
+        env = {"PYTHONPATH": f"{REPO / 'controller'}:{REPO}", "PATH": "/usr/bin:/bin"}
+        self.log = log.open("wb")
+        self.process = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, env=env)
+
+    @property
+    def gate(self) -> str:
+        return f"http://127.0.0.1:{self.gate_port}"
+
+    @property
+    def admin(self) -> str:
+        return f"http://127.0.0.1:{self.admin_port}"
+
+    def page(self) -> str:
+        return httpx.get(f"http://127.0.0.1:{self.port}/metrics", timeout=5).text
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.port}/readyz", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        raise RuntimeError("sidecar not ready")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def sidecar(replica_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sidecar]:
+    folder = tmp_path_factory.mktemp("sidecar")
+    token = folder / "token"
+    token.write_text("secret-token\n")
+    car = Sidecar(replica_url, token, folder / "sidecar.log")
+    try:
+        car.wait_ready()
+        yield car
+    finally:
+        car.stop()
+
+
+def _gauge(text: str, name: str) -> float | None:
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name:
+                return float(sample.value)
+    return None
+
+
+def _hist_mean(page: str, name: str) -> tuple[float, float] | None:
+    totals = read_counters(page)
+    count, total = totals.get(f"{name}_count"), totals.get(f"{name}_sum")
+    return (total / count, count) if count and total is not None else None
+
+
+async def _load(url: str, replica_url: str) -> tuple[list[Shot], list[float]]:
+    """``REQUESTS`` streamed completions from ``CLIENTS`` clients through ``url``, while vLLM's
+    running count is sampled."""
+    running: list[float] = []
+    done = asyncio.Event()
+    async with httpx.AsyncClient(timeout=180, limits=httpx.Limits(max_connections=CLIENTS + 4)) as http:
+
+        async def sample() -> None:
+            while not done.is_set():
+                page = (await http.get(f"{replica_url}/metrics")).text
+                value = _gauge(page, "vllm:num_requests_running")
+                if value is not None:
+                    running.append(value)
+                await asyncio.sleep(0.05)
+
+        queue = list(range(REQUESTS))
+        shots: list[Shot] = []
+
+        async def client() -> None:
+            while queue:
+                salt = queue.pop()
+                shots.append(await shoot(http, url, completion_body(MODEL_NAME, 48, 24, 10_000 + salt)))
+
+        sampler = asyncio.create_task(sample())
+        await asyncio.gather(*(client() for _ in range(CLIENTS)))
+        done.set()
+        await sampler
+    return shots, running
+
+
+def test_gate_counts_limits_and_measures_against_real_vllm(
+    sidecar: Sidecar, replica_url: str, figures: dict[str, Any]
+) -> None:
+    before_vllm = read_counters(httpx.get(f"{replica_url}/metrics").text)
+    before_gate = sidecar.page()
+    shots, running = asyncio.run(_load(sidecar.gate, replica_url))
+    time.sleep(1.5)  # one sidecar interval: the gate's families are built per scrape anyway
+    after_vllm = read_counters(httpx.get(f"{replica_url}/metrics").text)
+    after_gate = sidecar.page()
+
+    assert [s.error for s in shots if not s.ok] == []
+    served = after_vllm["vllm:request_success_total"] - before_vllm["vllm:request_success_total"]
+    gate_ttft_before, gate_ttft_after = (
+        _hist_mean(before_gate, "fleetslo_gate_ttft_seconds"),
+        _hist_mean(after_gate, "fleetslo_gate_ttft_seconds"),
+    )
+    gate_counted = (gate_ttft_after or (0.0, 0.0))[1] - (gate_ttft_before or (0.0, 0.0))[1]
+    assert served == REQUESTS, "vLLM finished exactly the requests sent through the gate"
+    assert gate_counted == REQUESTS, "the gate timed every request it relayed"
+    assert running and max(running) <= LIMIT, f"vLLM ran {max(running)} at once behind a limit of {LIMIT}"
+
+    client_ttft = statistics.fmean(s.ttft_s for s in shots if s.ttft_s is not None)
+    client_tpot = statistics.fmean(s.tpot_s for s in shots if s.tpot_s is not None)
+    gate_ttft = _window_mean(before_gate, after_gate, "fleetslo_gate_ttft_seconds")
+    gate_tpot = _window_mean(before_gate, after_gate, "fleetslo_gate_tpot_seconds")
+    figures["gate"] = {
+        "requests": REQUESTS, "vllm_success": served, "gate_timed": gate_counted,
+        "max_running": max(running), "limit": LIMIT,
+        "client_mean_ttft_s": client_ttft, "gate_mean_ttft_s": gate_ttft,
+        "ttft_gate_vs_client": None if gate_ttft is None else gate_ttft / client_ttft - 1,
+        "client_mean_tpot_s": client_tpot, "gate_mean_tpot_s": gate_tpot,
+        "tpot_gate_vs_client": None if gate_tpot is None else gate_tpot / client_tpot - 1,
+    }  # fmt: skip
+    # The gate sits between client and vLLM: its TTFT cannot exceed what the client waited.
+    assert gate_ttft is not None and gate_ttft <= client_ttft * 1.05
+
+
+def _window_mean(before: str, after: str, name: str) -> float | None:
+    b, a = read_counters(before), read_counters(after)
+    count = a.get(f"{name}_count", 0.0) - b.get(f"{name}_count", 0.0)
+    return (a[f"{name}_sum"] - b.get(f"{name}_sum", 0.0)) / count if count else None
+
+
+def test_gate_relays_the_engines_answer_unchanged(sidecar: Sidecar, replica_url: str) -> None:
+    body = {**completion_body(MODEL_NAME, 20, 12, 7), "stream": False}
+    body.pop("stream_options")
+    direct = httpx.post(f"{replica_url}/v1/completions", json=body, timeout=60).json()
+    relayed = httpx.post(f"{sidecar.gate}/v1/completions", json=body, timeout=60).json()
+    # Greedy decoding of the same prompt: the same tokens; ids and timestamps are per request.
+    assert relayed["choices"] == direct["choices"]
+    assert relayed["usage"] == direct["usage"]
+
+
+def test_a_client_hang_up_aborts_the_request_in_vllm(sidecar: Sidecar, replica_url: str) -> None:
+    before = httpx.get(f"{replica_url}/metrics").text
+    body = completion_body(MODEL_NAME, 16, 2000, 99)
+    with httpx.stream("POST", f"{sidecar.gate}/v1/completions", json=body, timeout=60) as response:
+        for line in response.iter_lines():
+            if line.startswith("data: {"):
+                break  # first token seen: hang up
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        page = httpx.get(f"{replica_url}/metrics").text
+        if _gauge(page, "vllm:num_requests_running") == 0:
+            break
+        time.sleep(0.2)
+    assert _gauge(page, "vllm:num_requests_running") == 0, "vLLM still runs the abandoned request"
+    # vLLM stopped generating for it: far fewer than the 2000 tokens asked for were made.
+    made = (
+        read_counters(page)["vllm:generation_tokens_total"]
+        - read_counters(before)["vllm:generation_tokens_total"]
+    )
+    assert made < 1000
+
+
+def test_drain_lets_in_flight_finish_and_turns_new_requests_away(sidecar: Sidecar) -> None:
+    auth = {"Authorization": "Bearer secret-token"}
+
+    async def scenario() -> tuple[Shot, int, int]:
+        async with httpx.AsyncClient(timeout=120) as http:
+            running = asyncio.create_task(shoot(http, sidecar.gate, completion_body(MODEL_NAME, 16, 64, 5)))
+            await asyncio.sleep(0.3)
+            drain = await http.post(f"{sidecar.admin}/admin/drain", headers=auth)
+            refused = await http.post(
+                f"{sidecar.gate}/v1/completions",
+                json={**completion_body(MODEL_NAME, 8, 4, 6), "stream": False},
+            )
+            shot = await running
+            await http.delete(f"{sidecar.admin}/admin/drain", headers=auth)
+            return shot, drain.status_code, refused.status_code
+
+    shot, drain_status, refused_status = asyncio.run(scenario())
+    assert drain_status in (200, 202)
+    assert refused_status == 503
+    assert shot.ok and shot.output_tokens == 64

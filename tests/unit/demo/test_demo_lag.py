@@ -1,0 +1,53 @@
+"""The host check: lag in simulated seconds against a share of the TTFT target, patience, and the
+next speed-up to try."""
+
+from __future__ import annotations
+
+import pytest
+from fleetslo.sim.demo import lag
+
+
+def meter_with(source: str, late_s: float, *, at: float = 100.0, n: int = 50) -> lag.LagMeter:
+    meter = lag.LagMeter()
+    for i in range(n):
+        meter.record(source, late_s, at - i * 0.05)
+    return meter
+
+
+def test_lag_is_judged_in_simulated_seconds() -> None:
+    # 5 ms of wall lag: 0.05 s simulated at 10× (within 0.1 s, 5 % of 2 s), 0.15 s at 30× (not).
+    meter = meter_with(lag.ENGINES, 0.005)
+    assert lag.HostCheck(meter, 10.0, 2.0).check(100.0) is None
+    behind = lag.HostCheck(meter, 30.0, 2.0).check(100.0)
+    assert behind is not None and behind.source == lag.ENGINES
+    assert behind.p90_simulated_s == pytest.approx(0.15) and behind.budget_s == pytest.approx(0.1)
+    assert "engines p90 lag 5 ms of wall time = 0.15 s simulated" in behind.describe()
+
+
+def test_only_a_host_behind_several_checks_in_a_row_gives_up() -> None:
+    meter = meter_with(lag.CLIENTS, 0.05)
+    check = lag.HostCheck(meter, 10.0, 2.0, patience=2)
+    assert check.check(100.0) is not None and check.gave_up is None
+    assert check.check(200.0) is None  # the window moved past the lag: caught up
+    assert check.behind_in_a_row == 0
+    for i in range(50):
+        meter.record(lag.CLIENTS, 0.05, 300.0 - i * 0.05)
+    check.check(300.0)
+    check.check(301.0)
+    assert check.gave_up is not None and check.summary()["kept_up"] is False
+    assert check.summary()["worst_lag_wall_ms"] == {"clients and router": 50.0}
+
+
+def test_old_samples_fall_out_of_the_window() -> None:
+    meter = meter_with(lag.LOADGEN, 1.0, at=10.0)
+    assert meter.p90(lag.LOADGEN, 10.0) == 1.0
+    assert meter.p90(lag.LOADGEN, 10.0 + lag.WINDOW_S + 3) is None
+
+
+def test_the_next_speedup_brings_the_lag_within_budget() -> None:
+    behind = lag.Behind(lag.ENGINES, 0.04, 0.4, 0.1)  # 4× over budget at 10×
+    assert lag.slower(10.0, behind, 1.0) == 2.5
+    mild = lag.Behind(lag.ENGINES, 0.012, 0.12, 0.1)
+    assert lag.slower(10.0, mild, 1.0) == 5.0  # at least halved
+    assert lag.slower(1.5, behind, 1.0) == 1.0
+    assert lag.slower(1.0, behind, 1.0) is None

@@ -1,0 +1,70 @@
+"""Fitting a profile: the step-time fit recovers known coefficients from phase means, the front
+end is the client's latency beyond the engine's, and missing engine data is reported, not zeroed."""
+
+from __future__ import annotations
+
+import pytest
+from fleetslo.engine.bench import Phase, PhaseResult
+from fleetslo.engine.client import Shot
+from fleetslo.sim.calibrate import fit, fit_frontend, nnls
+from fleetslo.sim.profile import StepTime
+
+TRUE = StepTime(overhead_s=0.004, per_seq_s=0.0005, per_prefill_token_s=0.0002, per_kv_token_s=1e-6)
+
+
+def _phase(name: str, seqs: float, prefill: float, kv: float, steps: int = 100) -> PhaseResult:
+    t = TRUE.overhead_s + TRUE.per_seq_s * seqs + TRUE.per_prefill_token_s * prefill
+    t += TRUE.per_kv_token_s * kv
+    engine: dict[str, float | None] = {
+        "fleetslo_engine_steps": steps,
+        "fleetslo_engine_step_seconds": t * steps,
+        "fleetslo_engine_step_prefill_seqs": 0.0,
+        "fleetslo_engine_step_decode_seqs": seqs * steps,
+        "fleetslo_engine_step_prefill_tokens": prefill * steps,
+        "fleetslo_engine_step_kv_tokens": kv * steps,
+        # the engine saw 10 ms TTFT and 5 ms TPOT; the client 60 ms and 6 ms (below)
+        "vllm:time_to_first_token_seconds_sum": 0.01 * 4,
+        "vllm:time_to_first_token_seconds_count": 4,
+        "vllm:request_time_per_output_token_seconds_sum": 0.005 * 4,
+        "vllm:request_time_per_output_token_seconds_count": 4,
+    }
+    shots = tuple(Shot(0.0, 64, 16, 0.06, 0.006, True) for _ in range(4))
+    return PhaseResult(Phase(name, int(seqs), 64, 16, 4), shots, 1.0, engine)
+
+
+def test_step_fit_recovers_the_coefficients_from_phase_means() -> None:
+    shapes = (("a", 1, 0, 200), ("b", 4, 10, 900), ("c", 8, 40, 2600), ("d", 2, 300, 700))
+    phases = [_phase(*shape) for shape in shapes]
+    result = fit(phases)
+    assert result.steps_measured
+    assert result.step_time.overhead_s == pytest.approx(TRUE.overhead_s, rel=1e-6)
+    assert result.step_time.per_seq_s == pytest.approx(TRUE.per_seq_s, rel=1e-6)
+    assert result.step_time.per_prefill_token_s == pytest.approx(TRUE.per_prefill_token_s, rel=1e-6)
+    assert result.step_time.per_kv_token_s == pytest.approx(TRUE.per_kv_token_s, rel=1e-5)
+    assert max(abs(r) for r in result.residuals.values()) < 1e-6
+
+
+def test_front_end_is_client_latency_beyond_the_engine() -> None:
+    frontend = fit_frontend([_phase("a", 1, 0, 200), _phase("b", 4, 10, 900)])
+    assert frontend is not None
+    assert frontend.per_request_s == pytest.approx(0.05)
+    assert frontend.per_output_token_s == pytest.approx(0.001)
+
+
+def test_without_vllm_sums_the_front_end_is_not_fitted() -> None:
+    phase = _phase("a", 1, 0, 200)
+    bare = PhaseResult(phase.phase, phase.shots, phase.wall_s, {})
+    assert fit_frontend([bare]) is None
+
+
+def test_without_the_plugin_step_means_come_from_the_client_and_say_so() -> None:
+    phases = [_phase(n, c, 0, 0) for n, c in (("a", 1), ("b", 4))]
+    bare = [PhaseResult(p.phase, p.shots, p.wall_s, {}) for p in phases]
+    assert not fit(bare).steps_measured
+
+
+def test_nnls_keeps_coefficients_non_negative() -> None:
+    rows = [[1.0, 1.0], [1.0, 2.0], [1.0, 3.0]]
+    coef = nnls(rows, [3.0, 2.0, 1.0])  # the unconstrained slope would be -1
+    assert min(coef) >= 0
+    assert coef[1] == 0
