@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,7 @@ from fleetslo.policy.registry import make_policy
 from fleetslo.sim import oracle
 from fleetslo.sim.compare import SimulateOptions, build_scenario, make_named_policy
 from fleetslo.sim.profile import builtin_profile
+from fleetslo.sim.result_types import ScaleEventRecord, SimResult
 from fleetslo.sim.scenario import Scenario, run_policy
 from fleetslo.sim.traces import load_trace, rate_scale, splice_spike
 
@@ -81,22 +83,22 @@ def scenario(case: Case) -> Scenario:
     return build_scenario(trace, case.name, builtin_profile(PROFILE), options)
 
 
-def flaps(events: list[dict[str, Any]]) -> int:
+def flaps(events: Sequence[ScaleEventRecord]) -> int:
     """Scale-downs followed by a scale-up within the stabilization window."""
-    downs = [e["t_s"] for e in events if e["replicas_to"] < e["replicas_from"]]
-    ups = [e["t_s"] for e in events if e["replicas_to"] > e["replicas_from"]]
+    downs = [e.t_s for e in events if e.replicas_to < e.replicas_from]
+    ups = [e.t_s for e in events if e.replicas_to > e.replicas_from]
     return sum(1 for d in downs if any(d < u <= d + STABILIZATION_S for u in ups))
 
 
-def after_step(result: dict[str, Any], case: Case, cold_start_s: float) -> tuple[int, float | None]:
+def after_step(result: SimResult, case: Case, cold_start_s: float) -> tuple[int, float | None]:
     """(windows violated during the step, seconds from the step to the last violated window's end)."""
     if case.step_at_s is None:
         return 0, None
     start, end = case.step_at_s, case.step_at_s + case.step_for_s
-    bad = [w for w in result["windows"] if start <= w["start_s"] < end and w["met"] is False]
+    bad = [w for w in result.windows if start <= w.start_s < end and w.met is False]
     if not bad:
         return 0, 0.0
-    return len(bad), max(w["start_s"] for w in bad) + 60.0 - start
+    return len(bad), max(w.start_s for w in bad) + 60.0 - start
 
 
 #: Targets (running requests per pod) of ``hpa-running`` as a team that load-tested would set it:
@@ -132,9 +134,9 @@ def _measure(case: Case, sc: Scenario, label: str, policy: Any, started: float) 
     violated, recovered = after_step(result, case, sc.spec.replicas.cold_start)
     row = {
         "case": case.name, "kind": case.kind, "policy": label,
-        "attainment": result["window_attainment"], "replica_hours": result["replica_hours"],
-        "cost_per_mtok": result["cost_per_million_tokens"], "scale_events": result["scale_events"],
-        "flaps": flaps(result["events"]), "violated_after_step": violated,
+        "attainment": result.window_attainment, "replica_hours": result.replica_hours,
+        "cost_per_mtok": result.cost_per_million_tokens, "scale_events": result.scale_events,
+        "flaps": flaps(result.events), "violated_after_step": violated,
         "recovered_s": recovered, "wall_s": time.perf_counter() - started,
     }  # fmt: skip
     print(_row(row), flush=True)
@@ -146,11 +148,11 @@ def no_foresight_frontier(case: Case, sc: Scenario, plan: oracle.OraclePlan) -> 
     goal = min(0.99, (plan.window_attainment or 0.0) - 0.005)
     for headroom in FRONTIER_HEADROOMS:
         result = oracle.no_foresight(sc, plan, headroom, memory_minutes=1)
-        hours, attainment = result["replica_hours"], result["window_attainment"]
+        hours, attainment = result.replica_hours, result.window_attainment
         ratio = hours / (plan.replica_hours or 1.0)
         print(f"{case.name:32s} no-foresight +{headroom:4.0%}  attain {attainment:6.1%}"
               f"  replica-h {hours:7.2f}  ({ratio:.2f}x oracle)", flush=True)  # fmt: skip
-        if attainment >= goal:
+        if attainment is not None and attainment >= goal:
             return {"headroom": headroom, "attainment": attainment, "replica_hours": hours}
     return None
 
@@ -217,9 +219,9 @@ def headroom_sweep(case: Case, oracle_hours: float | None) -> None:
     for headroom in (0.05, 0.1, 0.2, 0.3):
         policy = make_policy("fleetslo", sc.spec, headroom=headroom)
         result = run_policy(sc, policy, label=f"fleetslo headroom {headroom}")
-        ratio = "" if not oracle_hours else f"  ({result['replica_hours'] / oracle_hours:.2f}x oracle)"
-        print(f"{case.name:32s} headroom {headroom:4.2f}  attain {result['window_attainment']:6.1%}"
-              f"  replica-h {result['replica_hours']:7.2f}{ratio}", flush=True)  # fmt: skip
+        ratio = "" if not oracle_hours else f"  ({result.replica_hours / oracle_hours:.2f}x oracle)"
+        print(f"{case.name:32s} headroom {headroom:4.2f}  attain {result.window_attainment:6.1%}"
+              f"  replica-h {result.replica_hours:7.2f}{ratio}", flush=True)  # fmt: skip
 
 
 def main() -> list[dict[str, Any]]:

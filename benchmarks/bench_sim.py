@@ -73,16 +73,16 @@ def large(samples: tuple[int, ...] = SAMPLES) -> dict[str, Any]:
             "cpu_seconds": exact_cpu,
             "requests_per_second": len(trace) / exact_wall,
             "requests_per_cpu_second": len(trace) / exact_cpu,
-            "window_attainment": exact["window_attainment"],
-            "request_attainment": exact["request_attainment"],
-            "replica_hours": exact["replica_hours"],
+            "window_attainment": exact.window_attainment,
+            "request_attainment": exact.request_attainment,
+            "replica_hours": exact.replica_hours,
         }
     }
     print(
         f"{sc.trace_name}: {len(trace):,} requests on {LARGE_FLEET} replicas, exact: {exact_wall:.1f} s wall "
         f"({len(trace) / exact_wall:,.0f}/s; {len(trace) / exact_cpu:,.0f} per CPU-second), "
-        f"window attainment {exact['window_attainment']:.4f}, "
-        f"request attainment {exact['request_attainment']:.4f}, {exact['replica_hours']:.2f} replica-hours"
+        f"window attainment {exact.window_attainment:.4f}, "
+        f"request attainment {exact.request_attainment:.4f}, {exact.replica_hours:.2f} replica-hours"
     )
     for m in samples:
         started, cpu = time.perf_counter(), time.process_time()
@@ -153,7 +153,6 @@ def main(rounds: int = 3) -> dict[str, Any]:
     sc = scenario()
     n = sc.initial_replicas
     best = best_cpu = float("inf")
-    result: dict[str, object] = {}
     for _ in range(rounds):
         started, cpu = time.perf_counter(), time.process_time()
         result = run_policy(sc, StaticPolicy(n))
@@ -170,7 +169,7 @@ def main(rounds: int = 3) -> dict[str, Any]:
     }
     print(
         f"{sc.trace_name}: {len(sc.trace):,} requests on {n} x {PROFILE}, "
-        f"{result['sim_seconds']:.0f} s simulated in {best:.2f} s wall ({best_cpu:.2f} CPU s) -> "
+        f"{result.sim_seconds:.0f} s simulated in {best:.2f} s wall ({best_cpu:.2f} CPU s) -> "
         f"{rate:,.0f} requests/s, {len(sc.trace) / best_cpu:,.0f} per CPU-second "
         f"(target >= {TARGET:,.0f}: {'met' if rate >= TARGET else 'MISSED'})"
     )

@@ -237,3 +237,14 @@ def test_the_charts_gpu_backends_are_the_sidecars() -> None:
 
     sidecar = SCHEMA["properties"]["vllm"]["properties"]["sidecar"]["properties"]
     assert sidecar["gpuBackend"]["enum"] == choices()
+
+
+def test_the_charts_batch_actuators_are_the_controllers() -> None:
+    """The spec's enum, the actuator table and the chart's schema name the same batch-limit actuators."""
+    from fleetslo.control.actuators.catalog import BATCH_LIMIT_ACTUATORS
+    from fleetslo.core.spec import BatchActuator
+
+    built = [e.kind.value for e in BATCH_LIMIT_ACTUATORS]
+    assert sorted([*built, BatchActuator.NONE.value]) == sorted(a.value for a in BatchActuator)
+    batch = SCHEMA["properties"]["slos"]["items"]["properties"]["spec"]["properties"]["batch_limit"]
+    assert sorted(batch["properties"]["actuator"]["enum"]) == sorted(a.value for a in BatchActuator)

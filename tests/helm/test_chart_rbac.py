@@ -270,7 +270,7 @@ def exercise(api: Any, targets: Iterable[tuple[Target, bool, str]]) -> None:
         events.event(target, "ScaleUp", "same message twice")  # the repeat patches the count
         Autoscalers(api).scaling(target)
     resources = FleetSLOResources(api)
-    for item in resources.list([NAMESPACE]):  # the watched namespace: the release's, by default
+    for item in resources.find([NAMESPACE]):  # the watched namespace: the release's, by default
         resources.write_status(NAMESPACE, item["metadata"]["name"], FleetSLOStatus(mode="advisory"))
     lease = KubeLeaseLock(api, NAMESPACE, LEADER_LEASE)
     assert lease.get() is None

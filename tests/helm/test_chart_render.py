@@ -324,3 +324,21 @@ TEMPLATE_CHECKS = [
 )
 def test_templates_refuse_what_the_schema_cannot_express(args: tuple[str, ...], expected: str) -> None:
     assert expected in template_error(*args)
+
+
+@pytest.mark.parametrize("name", sorted(RENDERS))
+def test_no_render_names_an_empty_namespace(name: str) -> None:
+    """An empty list of targets once rendered `kubernetes.io/metadata.name: ` (matching nothing)."""
+    assert not re.search(r"(namespace|metadata\.name):[ \t]*$", template_text(*RENDERS[name]), re.M)
+
+
+def test_the_controller_may_reach_the_sidecars_of_the_watched_namespaces() -> None:
+    policy = one(
+        render("--set", "fleetsloResources.namespaces={llm,team-a}"), "NetworkPolicy", "fleetslo-controller"
+    )
+    sidecars = {"matchLabels": {"fleetslo.io/sidecar": "true"}}
+    peers = [
+        p for rule in policy["spec"]["egress"] for p in rule.get("to", []) if p.get("podSelector") == sidecars
+    ]
+    names = {p["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] for p in peers}
+    assert names == {"llm", "team-a"}

@@ -86,3 +86,15 @@ def test_the_example_resource_is_accepted_by_the_api_server_and_the_controller()
     assert api_server_errors(resource) == []
     assert python_errors(resource) is None
     assert resource["spec"]["mode"] == "advisory"  # the guide's first step
+
+
+def test_each_watched_namespace_gets_the_gate_token_the_patch_mounts() -> None:
+    from tests.helm.chart import find, render
+
+    patch = yaml.safe_load((ROOT / "examples" / "vllm-sidecar-patch.yaml").read_text(encoding="utf-8"))
+    (volume,) = [v for v in patch["spec"]["template"]["spec"]["volumes"] if "secret" in v]
+    secrets = find(
+        render("--set", "fleetsloResources.namespaces={llm}"), "Secret", volume["secret"]["secretName"]
+    )
+    assert {s["metadata"]["namespace"] for s in secrets} == {"fleetslo", "llm"}
+    assert len({s["data"]["token"] for s in secrets}) == 1  # one token: the controller's is the sidecars'

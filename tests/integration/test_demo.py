@@ -1,23 +1,28 @@
 """``fleetslo demo`` end to end, as a user runs it: exit 0, a report, no process left behind, and
-numbers that agree with ``fleetslo simulate`` on the same trace and settings.
+numbers that agree with ``fleetslo simulate`` on the same trace and settings — with a CPU hog
+beside it (``CpuHog``), because the verdict must be the controller's on a busy laptop too.
 
 **The tolerance, and why.** The live run and the simulation share the engine model, the policy, the
-observation code and the judge, but the live run happens in real time at 10× speed:
+observation code and the judge, but the live run happens in real time at ``speedup``× speed:
 
-* every request's latency includes the real path (client → gate → engine → back, event-loop lag),
-  ~5-15 ms of wall time, i.e. 50-150 ms of simulated time — only requests that far from a target
-  can be judged differently: request attainment within **0.05**;
+* every request's latency includes the real path (client → gate → engine → back), and whatever the
+  host lags. The demo keeps the lag of each part (load generator, clients and router, engines,
+  controller) within 5 % of the TTFT target in simulated seconds, or starts again slower (a run it
+  judges kept up), so only requests within ~0.1-0.3 s of a target can be judged differently:
+  request attainment within **0.05**;
 * the controller decides at the same simulated instants, but reads pages up to one sidecar interval
-  old (0.5 s wall = 5 s simulated) and sees a replica ready within one poll (0.5 s simulated) of the
-  simulator; and the batch limit is the gate's (requests in flight) rather than the engine's (running
+  old (5 s simulated) and sees a replica ready within one poll (0.5 s simulated) of the simulator;
+  and the batch limit is the gate's (requests in flight) rather than the engine's (running
   sequences), so under a binding limit the queue sits in the gate, out of vLLM's TTFT and waiting
   gauge. A scale step can move by one decision interval (15 s) either way: replica-hours within
   **15 %**, and at most **one** one-minute window judged differently.
 
-Measured on 2 busy cores (10 runs of 40 s): request attainment 0.1-0.3 % apart, replica-hours ≤ 2 %,
-no window apart; 30 s runs 0.6 % and 11 %; the default 120 s run 0.1 % and 0 %. (Before the warm
-fleet was scraped ahead of the traffic, the controller's first tick saw no data, its first window
-closed one interval late, and 2 of 10 runs drifted 25 % on replica-hours: the check catches that.)
+Measured on 2 cores shared with other work (load average 7-12) plus the hog, 40 s runs: the host
+fell behind 10× (load generator p90 lag 13-29 ms of wall time, 0.13-0.29 s simulated), the demo
+started again at 3.3-5×, and then agreed: request attainment 0.3 % apart, replica-hours 1.7 %, no
+window apart. Without the lag check a 10× run on the same machine drifted 11.7 % on replica-hours;
+before the gates measured in simulated seconds, the controller saw latencies 10× too small and
+the verdict followed the host load (95 %, 60 %, 10 % of minutes for one scenario).
 """
 
 from __future__ import annotations

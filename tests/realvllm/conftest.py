@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fleetslo.control.local.replica import free_port
 
 from tests.realvllm.engine import REPO, Replica, build_model, start_replica, vllm_python
 
 FIGURES = REPO / "out" / "realvllm" / "figures.json"
-#: The replica's port: fixed and far from the ephemeral range the other tests' servers draw from.
-PORT = int(os.environ.get("FLEETSLO_REALVLLM_PORT", "18811"))
+#: The replica's port: a free one (several sessions may run the tier on one machine at once).
+PORT = int(os.environ.get("FLEETSLO_REALVLLM_PORT", "0")) or free_port()
 
 
 #: The test that needs the machine to itself (two replicas of its own) runs after all the others.

@@ -81,7 +81,7 @@ class Sidecar:
 def sidecar(replica_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sidecar]:
     folder = tmp_path_factory.mktemp("sidecar")
     token = folder / "token"
-    token.write_text("secret-token\n")
+    token.write_text("secret-token-for-the-real-tier\n")
     car = Sidecar(replica_url, token, folder / "sidecar.log")
     try:
         car.wait_ready()
@@ -167,8 +167,11 @@ def test_gate_counts_limits_and_measures_against_real_vllm(
         "client_mean_tpot_s": client_tpot, "gate_mean_tpot_s": gate_tpot,
         "tpot_gate_vs_client": None if gate_tpot is None else gate_tpot / client_tpot - 1,
     }  # fmt: skip
-    # The gate sits between client and vLLM: its TTFT cannot exceed what the client waited.
-    assert gate_ttft is not None and gate_ttft <= client_ttft * 1.05
+    # The gate sits between client and vLLM: its TTFT is at most what the client waited, and misses
+    # only the client's own share (connect, parse). Its TPOT agreement is recorded, not asserted:
+    # the gate's token counting is being reworked (-6 %, -7 % and -12 % in three runs; goal 10 %).
+    assert gate_ttft is not None
+    assert -0.25 <= gate_ttft / client_ttft - 1 <= 0.05
 
 
 def _window_mean(before: str, after: str, name: str) -> float | None:
@@ -210,7 +213,7 @@ def test_a_client_hang_up_aborts_the_request_in_vllm(sidecar: Sidecar, replica_u
 
 
 def test_drain_lets_in_flight_finish_and_turns_new_requests_away(sidecar: Sidecar) -> None:
-    auth = {"Authorization": "Bearer secret-token"}
+    auth = {"Authorization": "Bearer secret-token-for-the-real-tier"}
 
     async def scenario() -> tuple[Shot, int, int]:
         async with httpx.AsyncClient(timeout=120) as http:
@@ -229,3 +232,20 @@ def test_drain_lets_in_flight_finish_and_turns_new_requests_away(sidecar: Sideca
     assert drain_status in (200, 202)
     assert refused_status == 503
     assert shot.ok and shot.output_tokens == 64
+
+
+def test_profile_works_through_the_gate_with_the_sidecars_copy_of_the_page(
+    sidecar: Sidecar, tmp_path: Path
+) -> None:
+    out = tmp_path / "via-gate.yaml"
+    done = subprocess.run(
+        [sys.executable, "-m", "fleetslo.cli", "profile", "--url", sidecar.gate, "--out", str(out),
+         "--metrics-url", f"http://127.0.0.1:{sidecar.port}/vllm/metrics", "--concurrency", "1,2",
+         "--prompt-tokens", "16,128", "--requests", "2", "--max-num-seqs", "16"],
+        env={"PYTHONPATH": f"{REPO / 'controller'}:{REPO}", "PATH": "/usr/bin:/bin"},
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    text = out.read_text()
+    assert "against " + sidecar.gate in text
+    assert "engine page had the plugin: True" in text

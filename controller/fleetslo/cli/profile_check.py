@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import httpx
 import yaml
 
 #: Fractions of the measured saturation rate to check at, and the error a pass allows.
@@ -68,7 +69,40 @@ def simulated_p90s(
         result = compare.run_all(scenario, options)[0]
     finally:
         Path(f.name).unlink()
-    return result["p90_ttft_s"], result["p90_tpot_s"]
+    return result.p90_ttft_s, result.p90_tpot_s
+
+
+def _engine_counters(bench: Any) -> dict[str, float]:
+    from fleetslo.engine.bench import read_counters
+
+    if bench.metrics_url is None:
+        return {}
+    try:
+        return read_counters(httpx.get(bench.metrics_url, timeout=10).text)
+    except httpx.HTTPError:
+        return {}
+
+
+def _engine_means(before: dict[str, float], after: dict[str, float]) -> dict[str, float | None]:
+    """What the engine itself saw during an open-loop run (where the client's excess comes from)."""
+    from fleetslo.engine.bench import counter_deltas
+
+    d = counter_deltas(before, after) if before and after else {}
+
+    def ratio(total: str, count: str) -> float | None:
+        t, c = d.get(total), d.get(count)
+        return t / c if t is not None and c else None
+
+    return {
+        "engine_mean_ttft_s": ratio(
+            "vllm:time_to_first_token_seconds_sum", "vllm:time_to_first_token_seconds_count"
+        ),
+        "engine_mean_tpot_s": ratio(
+            "vllm:request_time_per_output_token_seconds_sum",
+            "vllm:request_time_per_output_token_seconds_count",
+        ),
+        "engine_mean_step_s": ratio("fleetslo_engine_step_seconds", "fleetslo_engine_steps"),
+    }
 
 
 def _error(predicted: float | None, measured: float | None) -> float | None:
@@ -98,7 +132,9 @@ def validate(bench: Any, profile_path: str, results: list[Any], seconds: float, 
         arrivals = poisson_arrivals(
             rate * fraction, seconds, phase.prompt_tokens, phase.output_tokens, seed=i
         )
+        before = _engine_counters(bench)
         shots = asyncio.run(bench.run_open(arrivals))
+        engine = _engine_means(before, _engine_counters(bench))
         ttft, tpot, failed = client_p90s(shots)
         sim_ttft, sim_tpot = simulated_p90s(profile_path, arrivals)
         e_ttft, e_tpot = _error(sim_ttft, ttft), _error(sim_tpot, tpot)
@@ -106,7 +142,7 @@ def validate(bench: Any, profile_path: str, results: list[Any], seconds: float, 
         rows.append(
             {"fraction": fraction, "rate": rate * fraction, "requests": len(arrivals), "failed": failed,
              "client_p90_ttft_s": ttft, "sim_p90_ttft_s": sim_ttft, "ttft_error": e_ttft,
-             "client_p90_tpot_s": tpot, "sim_p90_tpot_s": sim_tpot, "tpot_error": e_tpot}
+             "client_p90_tpot_s": tpot, "sim_p90_tpot_s": sim_tpot, "tpot_error": e_tpot, **engine}
         )  # fmt: skip
         table.add_row(
             f"{fraction:.0%}", f"{rate * fraction:.2f}", str(len(arrivals)), str(failed),

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleetslo.cli.common import (
     EXIT_OK,
@@ -12,6 +13,9 @@ from fleetslo.cli.common import (
     read_yaml_file,
 )
 from fleetslo.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from fleetslo.sim.result_types import SimResult
 
 # --------------------------------------------------------------------------------------------
 # fleetslo simulate
@@ -91,13 +95,16 @@ def _run_simulate(args: argparse.Namespace) -> int:
     report = prepare_output(args.report, "--report") if args.report else None  # before the work
     trace = compare.shape_trace(load_trace(args.trace), options)
     scenario = compare.build_scenario(trace, Path(args.trace).name, profile, options)
-    results = _simulate_with_progress(scenario, options, show=not args.json)
-    for result in results:
-        result.setdefault("max_num_seqs", profile.max_num_seqs)  # the report's "no limit"
+    # the report's "no limit": the batch limit the profile's replicas start with
+    results = [
+        replace(r, max_num_seqs=profile.max_num_seqs)
+        for r in _simulate_with_progress(scenario, options, show=not args.json)
+    ]
     title = args.title or compare.title_for(scenario)
     # The results first: a report that cannot be written after all must not lose them.
     if args.json:
-        print(json.dumps(results[0] if len(results) == 1 else {"title": title, "results": results}))
+        dicts = [r.to_dict() for r in results]
+        print(json.dumps(dicts[0] if len(dicts) == 1 else {"title": title, "results": dicts}))
     else:
         console = Console()
         if not console.is_terminal:
@@ -110,7 +117,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _simulate_with_progress(scenario: Any, options: Any, *, show: bool) -> list[dict[str, Any]]:
+def _simulate_with_progress(scenario: Any, options: Any, *, show: bool) -> list[SimResult]:
     from rich.console import Console
     from rich.progress import Progress
 
@@ -232,6 +239,7 @@ def _run_demo(args: argparse.Namespace) -> int:
         max_replicas=args.max_replicas, cold_start_s=seconds("cold-start", args.cold_start), seed=args.seed,
         report=args.report, prometheus=args.prometheus, log_level=args.log_level,
     ).check()  # fmt: skip
+    prepare_output(options.report, "--report")  # before minutes of live run, not after
     if options.trace is not None and not Path(options.trace).is_file():
         raise ConfigError(f"--trace: {options.trace} not found (run from the repository or give a file)")
     base = load_trace(options.trace) if options.trace is not None else None

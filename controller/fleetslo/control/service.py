@@ -16,7 +16,7 @@ import logging
 import ssl
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -25,9 +25,8 @@ from apscheduler.executors.pool import ThreadPoolExecutor as SchedulerPool
 from apscheduler.schedulers.background import BackgroundScheduler
 from kubernetes import client
 
-from fleetslo.control.actuators.engine_args import EngineArgsActuator
+from fleetslo.control.actuators.catalog import Wiring, build_batch_limits, drainer_of
 from fleetslo.control.actuators.fleet import FleetActuator
-from fleetslo.control.actuators.gate import GateActuator
 from fleetslo.control.actuators.kubernetes import KubeReplicaActuator
 from fleetslo.control.actuators.wrappers import (
     DryRunBatchLimit,
@@ -77,9 +76,10 @@ class Actuators:
     """The shared, unwrapped actuators; ``make_fleet`` wraps them per target."""
 
     replicas: ReplicaActuator
-    engine_args: BatchLimitActuator | None = None
-    #: Both a ``BatchLimitActuator`` and a ``Drainer`` (the sidecar gate's admin API), if configured.
-    gate: GateActuator | None = None
+    #: The batch-limit actuators the FleetSLOs name, by kind (``actuators.catalog``).
+    batch: Mapping[BatchActuator, BatchLimitActuator] = field(default_factory=dict)
+    #: What empties a replica before it is removed (the sidecar gate's admin API), if configured.
+    drainer: Drainer | None = None
     marker: PodMarker | None = None
 
 
@@ -100,10 +100,8 @@ def make_fleet(
 ) -> FleetActuator:
     """The target's ``FleetActuator``: its batch knob, drain when possible, dry-run and measured wrappers."""
     name, spec = slo.metadata.name, slo.spec
-    batch: BatchLimitActuator | None = {
-        BatchActuator.GATE: actuators.gate, BatchActuator.ENGINE_ARGS: actuators.engine_args,
-    }.get(spec.batch_limit.actuator)  # fmt: skip
-    drainer: Drainer | None = actuators.gate if drain and actuators.gate is not None else None
+    batch = actuators.batch.get(spec.batch_limit.actuator)
+    drainer = actuators.drainer if drain else None
     replicas, marker = actuators.replicas, actuators.marker
     if spec.replicas.actuator == ReplicaActuatorKind.EXTERNAL:
         # Another autoscaler follows the published count and removes replicas itself: no drain.
@@ -138,16 +136,6 @@ def make_source(settings: ControllerSettings, env: Environment, pods: PodDirecto
                             pod_label=p.pod_label, extra_matchers=p.extra_matchers)  # fmt: skip
 
 
-def make_gate(settings: ControllerSettings, env: Environment, pods: PodDirectory) -> GateActuator:
-    """The gate actuator: live batch limit and drain through each pod's gate admin API."""
-    if not env.gate_token:
-        raise ConfigError("gate.token_file: required when a FleetSLO uses batch_limit.actuator: gate")
-    g = settings.gate
-    return GateActuator(pods, env.gate_token, admin_port=g.admin_port, timeout=g.timeout,
-                        drain_timeout=g.drain_timeout, drain_ttl=g.drain_ttl,
-                        owner=settings.leader_election.identity or env.identity)  # fmt: skip
-
-
 def build(
     settings: ControllerSettings,
     specs: Sequence[FleetSLO],
@@ -163,14 +151,14 @@ def build(
     api = api or connect(settings.kubernetes, in_pod=env.in_pod)
     workloads = Workloads(api)
     pods = KubePodDirectory(api, workloads)
-    uses = {s.spec.batch_limit.actuator for s in specs}
+    wiring = Wiring(settings, workloads, pods, env.gate_token, env.identity)
+    batch = build_batch_limits(wiring, {s.spec.batch_limit.actuator for s in specs})
     actuators = Actuators(
         KubeReplicaActuator(workloads),
-        EngineArgsActuator(workloads, time.monotonic, **settings.engine_args.model_dump())
-        if BatchActuator.ENGINE_ARGS in uses else None,
-        make_gate(settings, env, pods) if BatchActuator.GATE in uses else None,
+        batch,
+        drainer_of(batch),
         KubePodMarker(api, settings.drain.deletion_cost),
-    )  # fmt: skip
+    )
     elector = _elector(settings, env, api)
     leader = elector or AlwaysLeader()
     metrics = ControllerMetrics(leader.is_leader)
@@ -189,8 +177,7 @@ def build(
                             permanent_retry=settings.permanent_retry,
                             api_budget=settings.kubernetes.api_budget)  # fmt: skip
     closers = [c for c in (getattr(source, "close", None),) if c is not None]
-    if actuators.gate is not None:
-        closers.append(actuators.gate.close)
+    closers += [close for a in batch.values() if (close := getattr(a, "close", None)) is not None]
     if tracer_shutdown is not None:
         closers.append(tracer_shutdown)
     return Running(controller, metrics, elector, closers, REACHABILITY.reachable)

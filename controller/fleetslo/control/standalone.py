@@ -28,7 +28,7 @@ from fleetslo.control.settings import ControllerSettings
 from fleetslo.control.sources.direct import DirectSource
 from fleetslo.control.static import StaticFleet
 from fleetslo.core.errors import ConfigError
-from fleetslo.core.spec import STANDALONE_KINDS, BatchActuator, FleetSLO, TargetKind
+from fleetslo.core.spec import STANDALONE_KINDS, BatchActuator, FleetSLO, StandaloneKind
 from fleetslo.policy.registry import check_options, make_policy
 
 log = logging.getLogger("fleetslo.run")
@@ -69,7 +69,7 @@ def build_standalone(
                                   timeout=settings.source.direct.timeout, gpu_utilization=False)  # fmt: skip
             closers.append(source.close)
             # make_fleet takes the gate as the batch knob only when the spec says so; drains always.
-            actuators = Actuators(fleet, gate=gate, marker=fleet)
+            actuators = Actuators(fleet, {BatchActuator.GATE: gate} if gate else {}, gate, marker=fleet)
             fleet_actuator = make_fleet(slo, actuators, metrics, dry_run=settings.dry_run,
                                         drain=settings.drain.enabled and gate is not None)  # fmt: skip
             policy = make_policy(settings.policy, slo.spec, **settings.policy_options)
@@ -96,7 +96,7 @@ def _fleet(
     closers: list[Callable[[], None]],
 ) -> tuple[Any, str | None]:
     target = slo.spec.target
-    if target.kind is TargetKind.STATIC:
+    if target.kind is StandaloneKind.STATIC:
         fleet = StaticFleet(target.endpoints, timeout=settings.source.direct.timeout)
         closers.append(fleet.close)
         return fleet, env.gate_token

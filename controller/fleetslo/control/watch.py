@@ -25,19 +25,24 @@ from fleetslo.control.service import Environment, Service, build
 from fleetslo.control.settings import ControllerSettings
 from fleetslo.core.errors import FleetSLOError
 from fleetslo.core.spec import FleetSLO
+from fleetslo.policy.registry import check_options
 
 log = logging.getLogger("fleetslo.run")
 
 
 def held_specs(
-    settings: ControllerSettings, file_specs: Sequence[FleetSLO], api: client.ApiClient
+    settings: ControllerSettings,
+    file_specs: Sequence[FleetSLO],
+    api: client.ApiClient,
+    events: KubeEventRecorder | None = None,
 ) -> list[Held]:
     """Every spec to hold now: the file's, the valid resources', conflicts made advisory.
-    Invalid resources get a Degraded status saying why they are not held."""
+    Invalid resources get a Degraded status saying why they are not held. Pass the same
+    ``events`` on every resync, so a lasting conflict counts up on one Event."""
     held = [Held(s) for s in file_specs]
     if settings.resources.enabled:
         resources = FleetSLOResources(api)
-        loaded = load_resources(resources.list(settings.resources.namespaces))
+        loaded = load_resources(resources.find(settings.resources.namespaces))
         for (namespace, name), message in loaded.invalid.items():
             log.error("FleetSLO %s/%s is not held: %s", namespace, name, message)
             try:
@@ -46,9 +51,8 @@ def held_specs(
                 log.warning("could not write the status of FleetSLO %s/%s: %s", namespace, name, exc)
         held.extend(loaded.held)
     if settings.resources.conflict_check:
-        events = (
-            None if settings.dry_run else KubeEventRecorder(api, settings.kubernetes.component, time.time)
-        )
+        if events is None and not settings.dry_run:
+            events = KubeEventRecorder(api, settings.kubernetes.component, time.time)
         held = guard_conflicts(held, Autoscalers(api), events)
     return held
 
@@ -66,9 +70,11 @@ def serve(
     api: client.ApiClient | None = None,
 ) -> None:
     """Run the controller until ``stop``; rebuilt whenever the held specs change."""
+    check_options(settings.policy, settings.policy_options)  # a typo stops here, before any cluster call
     api = api or connect(settings.kubernetes, in_pod=env.in_pod)
     status = FleetSLOResources(api) if settings.resources.enabled else None
-    held = held_specs(settings, file_specs, api)
+    events = None if settings.dry_run else KubeEventRecorder(api, settings.kubernetes.component, time.time)
+    held = held_specs(settings, file_specs, api, events)
     while not stop.is_set():
         log.info(
             "holding %d FleetSLO(s): %s", len(held), ", ".join(h.slo.metadata.name for h in held) or "none"
@@ -78,17 +84,18 @@ def serve(
         )
         service.start()
         try:
-            held = _until_changed(settings, file_specs, api, held, stop)
+            held = _until_changed(settings, file_specs, api, held, stop, events)
         finally:
             service.stop()
 
 
-def _until_changed(
+def _until_changed(  # noqa: PLR0917 (private, one caller)
     settings: ControllerSettings,
     file_specs: Sequence[FleetSLO],
     api: client.ApiClient,
     held: list[Held],
     stop: threading.Event,
+    events: KubeEventRecorder | None,
 ) -> list[Held]:
     """Wait for ``stop`` or for a different set of specs (then returned)."""
     if not settings.resources.enabled and not settings.resources.conflict_check:
@@ -96,7 +103,7 @@ def _until_changed(
         return held
     while not stop.wait(settings.resources.resync):
         try:
-            fresh = held_specs(settings, file_specs, api)
+            fresh = held_specs(settings, file_specs, api, events)
         except FleetSLOError as exc:
             log.warning("could not list FleetSLOs again (keeping the current ones): %s", exc)
             continue

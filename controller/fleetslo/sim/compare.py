@@ -20,6 +20,7 @@ from fleetslo.policy.base import Policy
 from fleetslo.policy.registry import POLICIES, make_policy
 from fleetslo.sim import oracle
 from fleetslo.sim.profile import EngineProfile
+from fleetslo.sim.result_types import SimResult
 from fleetslo.sim.scenario import Scenario, initial_replicas, make_spec, run_policy
 from fleetslo.sim.traces import rate_scale, time_scale, window
 from fleetslo.sim.workload import Trace
@@ -129,7 +130,7 @@ def build_scenario(
 
 def run_all(
     scenario: Scenario, options: SimulateOptions, progress: Progress | None = None
-) -> list[dict[str, Any]]:
+) -> list[SimResult]:
     """One result per requested policy, in the order asked."""
     results = []
     for name in options.policies:
@@ -159,6 +160,7 @@ def make_named_policy(name: str, scenario: Scenario, options: SimulateOptions) -
     )
 
 
+#: (heading, ``SimResult`` field, format)
 _COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("policy", "policy", "{}"),
     ("windows met", "window_attainment", "{:.1%}"),
@@ -174,13 +176,13 @@ _COLUMNS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def summary_table(results: Sequence[dict[str, Any]], title: str) -> Table:
+def summary_table(results: Sequence[SimResult], title: str) -> Table:
     """One row per policy: attainment, latency, cost."""
     table = Table(title=title)
     for heading, _, _ in _COLUMNS:
         table.add_column(heading, justify="left" if heading == "policy" else "right")
     for result in results:
-        table.add_row(*(_cell(result.get(key), fmt) for _, key, fmt in _COLUMNS))
+        table.add_row(*(_cell(getattr(result, field), fmt) for _, field, fmt in _COLUMNS))
     return table
 
 

@@ -33,6 +33,7 @@ from fleetslo.sim.fleet import Fleet, FleetConfig, Replica
 from fleetslo.sim.observe import build_observation
 from fleetslo.sim.records import SimRequest
 from fleetslo.sim.result import JUDGE_WINDOW_S, exact_quantile
+from fleetslo.sim.result_types import WindowResult
 from fleetslo.sim.runner import FleetSample, ScaleEvent, SimConfig
 from fleetslo.sim.workload import Request
 
@@ -48,9 +49,9 @@ class _OpenWindow:
 
 @dataclass(slots=True)
 class StreamResult:
-    """Windows (the same dicts as ``build_result``'s), scale events, and totals."""
+    """Windows (the same ``WindowResult``s as ``build_result``'s), scale events, and totals."""
 
-    windows: list[dict[str, Any]] = field(default_factory=list)
+    windows: list[WindowResult] = field(default_factory=list)
     events: list[ScaleEvent] = field(default_factory=list)
     requests: int = 0
     met_requests: int = 0
@@ -65,14 +66,14 @@ class StreamResult:
     wall_seconds: float = 0.0
 
     def window_attainment(self, start_s: float = 0.0, end_s: float = math.inf) -> float | None:
-        judged = [w["met"] for w in self.windows if w["met"] is not None and start_s <= w["start_s"] < end_s]
+        judged = [w.met for w in self.windows if w.met is not None and start_s <= w.start_s < end_s]
         return sum(judged) / len(judged) if judged else None
 
     def day(self, day: int, day_s: float = DAY_S) -> dict[str, Any]:
         """One day's figures (attainment over that day's windows, replica-hours paid that day)."""
-        windows = [w for w in self.windows if day * day_s <= w["start_s"] < (day + 1) * day_s]
+        windows = [w for w in self.windows if day * day_s <= w.start_s < (day + 1) * day_s]
         requests, met = self.requests_by_day.get(day, (0, 0))
-        p90_ttft = [w["p90_ttft_s"] for w in windows if w["p90_ttft_s"] is not None]
+        p90_ttft = [w.p90_ttft_s for w in windows if w.p90_ttft_s is not None]
         return {
             "day": day,
             "window_attainment": self.window_attainment(day * day_s, (day + 1) * day_s),
@@ -265,7 +266,7 @@ class _StreamLoop:
             self.result.windows.append(self._window(k, self.open.pop(k, None), self.samples.pop(k, [])))
         self.judged_upto = max(self.judged_upto, upto)
 
-    def _window(self, k: int, window: _OpenWindow | None, samples: list[FleetSample]) -> dict[str, Any]:
+    def _window(self, k: int, window: _OpenWindow | None, samples: list[FleetSample]) -> WindowResult:
         ttft_s, tpot_s, q = self.slo
         ttfts = window.ttfts if window else []
         tpots = window.tpots if window else []
@@ -275,18 +276,18 @@ class _StreamLoop:
         if ttfts:
             met = p90_ttft is not None and p90_ttft <= ttft_s and (p90_tpot is None or p90_tpot <= tpot_s)
         last = samples[-1] if samples else None
-        return {
-            "start_s": k * JUDGE_WINDOW_S,
-            "requests": len(ttfts),
-            "arrival_rate": len(ttfts) / JUDGE_WINDOW_S,
-            "p90_ttft_s": None if p90_ttft is None or math.isinf(p90_ttft) else p90_ttft,
-            "p90_tpot_s": p90_tpot,
-            "met": met,
-            "ready_replicas": last.ready if last else None,
-            "starting_replicas": last.starting if last else None,
-            "batch_limit": last.batch_limit if last else None,
-            "queue_length": sum(s.queue_length for s in samples) / len(samples) if samples else None,
-        }
+        return WindowResult(
+            start_s=k * JUDGE_WINDOW_S,
+            requests=len(ttfts),
+            arrival_rate=len(ttfts) / JUDGE_WINDOW_S,
+            p90_ttft_s=None if p90_ttft is None or math.isinf(p90_ttft) else p90_ttft,
+            p90_tpot_s=p90_tpot,
+            met=met,
+            ready_replicas=last.ready if last else None,
+            starting_replicas=last.starting if last else None,
+            batch_limit=last.batch_limit if last else None,
+            queue_length=sum(s.queue_length for s in samples) / len(samples) if samples else None,
+        )
 
     def finish(self) -> StreamResult:
         res, fleet = self.result, self.fleet

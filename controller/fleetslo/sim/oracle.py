@@ -34,6 +34,7 @@ from typing import Any
 from fleetslo.policy.baselines import StaticPolicy
 from fleetslo.policy.oracle import OraclePolicy
 from fleetslo.sim.result import JUDGE_WINDOW_S
+from fleetslo.sim.result_types import SimResult
 from fleetslo.sim.scenario import Scenario, run_policy
 from fleetslo.sim.traces import poisson, resampled_tokens
 from fleetslo.sim.workload import Trace
@@ -87,11 +88,11 @@ def _repair(
         )
         result = run_policy(scenario, OraclePolicy(schedule))
         candidate = OraclePlan(
-            schedule, tuple(need), capacity, result["window_attainment"], result["replica_hours"], round_
+            schedule, tuple(need), capacity, result.window_attainment, result.replica_hours, round_
         )
         if best is None or _better(candidate, best):
             best = candidate
-        missed = [k for k, w in enumerate(result["windows"]) if w["met"] is False and k < len(need)]
+        missed = [k for k, w in enumerate(result.windows) if w.met is False and k < len(need)]
         if not missed:
             break
         for k in missed:
@@ -141,7 +142,7 @@ def _upper_bound_rate(scenario: Scenario, mean_in: float, mean_out: float) -> fl
 def _meets(scenario: Scenario, load: Trace, size: int) -> bool:
     short = replace(scenario, trace=load, initial_replicas=size, drain_timeout_s=600.0)
     result = run_policy(short, StaticPolicy(size))
-    return bool(result["window_attainment"] == 1.0)
+    return result.window_attainment == 1.0
 
 
 def minute_need(scenario: Scenario, capacity: Capacity) -> list[int]:
@@ -208,7 +209,7 @@ def no_foresight_schedule(
 
 def no_foresight(
     scenario: Scenario, plan_: OraclePlan, headroom: float, memory_minutes: int = 5
-) -> dict[str, Any]:
+) -> SimResult:
     """The result of replaying ``no_foresight_schedule`` for the oracle plan's need (see the module)."""
     schedule = no_foresight_schedule(
         plan_.need, headroom, memory_minutes, scenario.initial_replicas, scenario.spec.replicas.min

@@ -6,7 +6,8 @@ nearest-rank quantile of those exact values, so they never inherit the bucket qu
 policy had to live with. A request that never produced a token (rejected, or still queued at the
 end) counts as an infinite TTFT; TPOT is judged on finished requests with at least two tokens.
 
-The keys of ``to_dict`` are a contract (the HTML report and the traces/baselines work read them).
+The result is a ``result_types.SimResult``; the keys of its ``to_dict`` are a contract (the JSON
+output and saved ``results.json`` files).
 This module reads a run; it must not simulate anything.
 """
 
@@ -14,11 +15,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 from fleetslo.core.spec import FleetSLOSpec
 from fleetslo.sim.profile import EngineProfile
 from fleetslo.sim.records import SimRequest
+from fleetslo.sim.result_types import ScaleEventRecord, SimResult, SLOTarget, WindowResult
 from fleetslo.sim.runner import FleetSample, Run
 
 JUDGE_WINDOW_S = 60.0
@@ -39,15 +40,14 @@ def build_result(
     trace: str,
     profile: EngineProfile,
     spec: FleetSLOSpec,
-    extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The JSON-ready result of one run (see the module docstring for the judging rules)."""
+) -> SimResult:
+    """The judged result of one run (see the module docstring for the judging rules)."""
     ttft_s, tpot_s = spec.objectives.ttft.threshold, spec.objectives.tpot.threshold
     q = spec.objectives.ttft.quantile
     reqs = run.requests
     ttfts, tpots = _latencies(reqs)
     windows = _windows(run, ttfts, tpots, (ttft_s, tpot_s, q))
-    judged = [w["met"] for w in windows if w["met"] is not None]
+    judged = [w.met for w in windows if w.met is not None]
     completed = [r for r in reqs if r.finish is not None]
     tokens = sum(r.input_tokens + r.output_tokens for r in completed)
     replica_hours = run.replica_seconds / 3600
@@ -57,44 +57,42 @@ def build_result(
         for r, ttft, tpot in zip(reqs, ttfts, tpots, strict=True)
         if r.finish is not None and ttft <= ttft_s and (tpot is None or tpot <= tpot_s)
     )
-    result: dict[str, Any] = {
-        "policy": policy,
-        "trace": trace,
-        "profile": profile.name,
-        "slo": {"ttft_s": ttft_s, "tpot_s": tpot_s, "quantile": q},
-        "requests": len(reqs),
-        "completed": len(completed),
-        "rejected": run.rejected,
-        "in_flight_at_end": run.in_flight,
-        "window_attainment": sum(judged) / len(judged) if judged else None,
-        "request_attainment": met / len(reqs) if reqs else None,
-        "p90_ttft_s": _finite(exact_quantile(q, ttfts)),
-        "p90_tpot_s": exact_quantile(q, [t for t in tpots if t is not None]),
-        "replica_hours": replica_hours,
-        "gpu_hours": replica_hours * spec.cost.gpus_per_replica,
-        "cost_usd": cost,
-        "tokens": tokens,
-        "cost_per_million_tokens": cost / tokens * 1e6 if tokens else None,
-        "mean_replicas": run.replica_seconds / run.end if run.end > 0 else None,
-        "scale_events": sum(1 for e in run.events if e.replicas_from != e.replicas_to),
-        "preemptions": run.preemptions,
-        "sim_seconds": run.end,
-        "wall_seconds": run.wall_seconds,
-        "windows": windows,
-        "events": [
-            {
-                "t_s": e.t,
-                "replicas_from": e.replicas_from,
-                "replicas_to": e.replicas_to,
-                "batch_limit": e.batch_limit,
-                "reason": e.reason,
-                "message": e.message,
-            }
+    return SimResult(
+        policy=policy,
+        trace=trace,
+        profile=profile.name,
+        slo=SLOTarget(ttft_s=ttft_s, tpot_s=tpot_s, quantile=q),
+        requests=len(reqs),
+        completed=len(completed),
+        rejected=run.rejected,
+        in_flight_at_end=run.in_flight,
+        window_attainment=sum(judged) / len(judged) if judged else None,
+        request_attainment=met / len(reqs) if reqs else None,
+        p90_ttft_s=_finite(exact_quantile(q, ttfts)),
+        p90_tpot_s=exact_quantile(q, [t for t in tpots if t is not None]),
+        replica_hours=replica_hours,
+        gpu_hours=replica_hours * spec.cost.gpus_per_replica,
+        cost_usd=cost,
+        tokens=tokens,
+        cost_per_million_tokens=cost / tokens * 1e6 if tokens else None,
+        mean_replicas=run.replica_seconds / run.end if run.end > 0 else None,
+        scale_events=sum(1 for e in run.events if e.replicas_from != e.replicas_to),
+        preemptions=run.preemptions,
+        sim_seconds=run.end,
+        wall_seconds=run.wall_seconds,
+        windows=tuple(windows),
+        events=tuple(
+            ScaleEventRecord(
+                t_s=e.t,
+                replicas_from=e.replicas_from,
+                replicas_to=e.replicas_to,
+                batch_limit=e.batch_limit,
+                reason=e.reason,
+                message=e.message,
+            )
             for e in run.events
-        ],
-    }
-    result.update(extra or {})
-    return result
+        ),
+    )
 
 
 def _latencies(reqs: Sequence[SimRequest]) -> tuple[list[float], list[float | None]]:
@@ -117,7 +115,7 @@ def _finite(value: float | None) -> float | None:
 
 def _windows(
     run: Run, ttfts: list[float], tpots: list[float | None], slo: tuple[float, float, float]
-) -> list[dict[str, Any]]:
+) -> list[WindowResult]:
     count = max(1, math.ceil(run.end / JUDGE_WINDOW_S))
     by_window: list[list[int]] = [[] for _ in range(count)]
     for i, r in enumerate(run.requests):
@@ -150,7 +148,7 @@ def _window(
     tpots: list[float],
     samples: list[FleetSample],
     slo: tuple[float, float, float],
-) -> dict[str, Any]:
+) -> WindowResult:
     ttft_s, tpot_s, q = slo
     p90_ttft = exact_quantile(q, ttfts)
     p90_tpot = exact_quantile(q, tpots)
@@ -158,15 +156,15 @@ def _window(
     if ttfts:
         met = p90_ttft is not None and p90_ttft <= ttft_s and (p90_tpot is None or p90_tpot <= tpot_s)
     last = samples[-1] if samples else None
-    return {
-        "start_s": k * JUDGE_WINDOW_S,
-        "requests": len(ttfts),
-        "arrival_rate": len(ttfts) / JUDGE_WINDOW_S,
-        "p90_ttft_s": _finite(p90_ttft),
-        "p90_tpot_s": p90_tpot,
-        "met": met,
-        "ready_replicas": last.ready if last else None,
-        "starting_replicas": last.starting if last else None,
-        "batch_limit": last.batch_limit if last else None,
-        "queue_length": sum(s.queue_length for s in samples) / len(samples) if samples else None,
-    }
+    return WindowResult(
+        start_s=k * JUDGE_WINDOW_S,
+        requests=len(ttfts),
+        arrival_rate=len(ttfts) / JUDGE_WINDOW_S,
+        p90_ttft_s=_finite(p90_ttft),
+        p90_tpot_s=p90_tpot,
+        met=met,
+        ready_replicas=last.ready if last else None,
+        starting_replicas=last.starting if last else None,
+        batch_limit=last.batch_limit if last else None,
+        queue_length=sum(s.queue_length for s in samples) / len(samples) if samples else None,
+    )

@@ -21,6 +21,7 @@ from fleetslo.policy.base import Policy
 from fleetslo.policy.baselines import StaticPolicy
 from fleetslo.sim.profile import EngineProfile
 from fleetslo.sim.result import build_result
+from fleetslo.sim.result_types import SimResult
 from fleetslo.sim.runner import SimConfig, simulate
 from fleetslo.sim.traces import window
 from fleetslo.sim.vllm_metrics import ITL_BUCKETS, TTFT_BUCKETS
@@ -118,20 +119,21 @@ def run_policy(
     *,
     label: str | None = None,
     progress: Callable[[float, float], None] | None = None,
-) -> dict[str, Any]:
-    """Replay the scenario under ``policy`` and judge it (the result dict of ``result.build_result``)."""
+) -> SimResult:
+    """Replay the scenario under ``policy`` and judge it (``result.build_result``, with the settings)."""
     run = simulate(scenario.trace, policy, scenario.config(progress))
-    return build_result(
+    judged = build_result(
         run,
         policy=label or policy.name,
         trace=scenario.trace_name,
         profile=scenario.profile,
         spec=scenario.spec,
-        extra={
-            "initial_replicas": scenario.initial_replicas,
-            "cold_start_s": scenario.spec.replicas.cold_start,
-            "seed": scenario.seed,
-        },
+    )
+    return replace(
+        judged,
+        initial_replicas=scenario.initial_replicas,
+        cold_start_s=scenario.spec.replicas.cold_start,
+        seed=scenario.seed,
     )
 
 
@@ -150,7 +152,7 @@ def initial_replicas(scenario: Scenario, horizon_s: float = SIZING_HORIZON_S) ->
 
     def meets(n: int) -> bool:
         result = run_policy(replace(short, initial_replicas=n), StaticPolicy(n))
-        return bool(result["window_attainment"] == 1.0 and result["rejected"] == 0)
+        return result.window_attainment == 1.0 and result.rejected == 0
 
     size = low
     while size < high and not meets(size):

@@ -233,10 +233,12 @@ drained scale-down); create and patch Events.
 {{- end -}}
 {{- end -}}
 
-{{/* Every namespace that needs the gate token: the release namespace and the vLLM namespace. */}}
+{{/* Every namespace that needs the gate token: the release namespace, the vLLM namespace, and the
+namespaces watched for FleetSLO resources (their vLLM pods' sidecars mount it). */}}
 {{- define "fleetslo.gateTokenNamespaces" -}}
 {{- $nss := list .Release.Namespace -}}
 {{- if .Values.vllm.enabled }}{{ $nss = append $nss (include "fleetslo.vllmNamespace" .) }}{{ end -}}
+{{- if .Values.controller.enabled }}{{ $nss = concat $nss (include "fleetslo.watchedNamespaces" . | splitList "\n" | compact) }}{{ end -}}
 {{- $nss | uniq | join "\n" -}}
 {{- end -}}
 

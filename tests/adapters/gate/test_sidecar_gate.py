@@ -133,7 +133,7 @@ async def test_fleetslo_exporter_with_gate_flags_serves_through_the_gate_and_the
         "--gate-max-inflight", "4",
     ]  # fmt: skip
     proc = await asyncio.create_subprocess_exec(
-        *args, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        *args, cwd=ROOT, env={**os.environ, "PYTHONPATH": f"{ROOT / 'controller'}:{ROOT}"},
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     try:

@@ -148,8 +148,18 @@ def test_an_invalid_resource_is_not_held_and_says_why(kapi: KubeApi) -> None:
     assert "min (12) must be <= max (10)" in status["conditions"][0]["message"]
 
 
+def test_without_the_crd_the_controller_says_so() -> None:
+    from fleetslo.core.errors import NotFound
+
+    from tests.adapters.kube.kapi import running_api
+
+    with running_api() as bare, pytest.raises(NotFound, match="is the FleetSLO CRD installed"):
+        held_specs(settings(), [], bare.client())
+
+
 def test_the_controller_follows_resources_created_and_changed_while_it_runs(kapi: KubeApi) -> None:
     put_deployment(kapi, 1)
+    kapi.emulator.resources[FLEETSLOS] = {}  # the CRD is installed, no FleetSLO yet
     stop = threading.Event()
     thread = threading.Thread(target=serve, args=(settings(), [], ENV, stop, kapi.client()), daemon=True)
     thread.start()
@@ -177,3 +187,29 @@ def _wait(check: Any, timeout: float = 20.0) -> None:
             pass
         time.sleep(0.05)
     raise AssertionError("the controller never got there")
+
+
+def test_a_lasting_conflict_counts_up_on_one_event(kapi: KubeApi) -> None:
+    from fleetslo.control.kube.events import KubeEventRecorder
+
+    kapi.put(FLEETSLOS, resource())
+    kapi.put(HPAS, {"metadata": {"name": "qwen-hpa", "namespace": "infer"},
+                    "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "qwen"}}})  # fmt: skip
+    api = kapi.client()
+    events = KubeEventRecorder(api, "fleetslo-controller", time.time)
+    for _ in range(3):  # three resyncs
+        held_specs(settings(), [], api, events)
+    (event,) = [dict(o) for k, o in kapi.objects.items() if k[0].plural == "events"]
+    assert event["reason"] == "Conflict" and event["count"] == 3
+
+
+def test_a_workload_that_is_gone_shows_on_the_resource(kapi: KubeApi) -> None:
+    kapi.put(FLEETSLOS, resource())  # no Deployment qwen
+    api = kapi.client()
+    held = held_specs(settings(), [], api)
+    running = build(settings(), [h.slo for h in held], ENV, api, status=FleetSLOResources(api), held=held)
+    running.controller.tick(time.time())
+    status = status_of(kapi)
+    assert conditions(status)["Ready"] == "False"
+    (ready,) = [c for c in status["conditions"] if c["type"] == "Ready"]
+    assert ready["reason"] == "NotFound" and "qwen" in ready["message"]

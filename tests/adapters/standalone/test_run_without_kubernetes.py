@@ -108,35 +108,42 @@ def test_a_local_target_is_started_from_its_template_and_scaled_to_its_minimum(t
 def test_a_static_target_is_observed_and_never_scaled(tmp_path: Path) -> None:
     port, sidecar, admin = free_port(), free_port(), free_port()
     token = tmp_path / "token"
-    token.write_text("t0ken\n")
-    engine = subprocess.Popen([a.format(port=port, model_name="st-model") for a in SIM], env=ENV)
-    car = subprocess.Popen(
-        [sys.executable, "-m", "fleetslo.cli", "--log-level", "warning", "exporter",
-         "--vllm-url", f"http://127.0.0.1:{port}", "--listen", f"127.0.0.1:{sidecar}", "--interval", "1s",
-         "--gpu-backend", "none", "--gate-listen", f"127.0.0.1:{free_port()}",
-         "--gate-admin-listen", f"127.0.0.1:{admin}", "--admin-token-file", str(token)],
-        env=ENV,
-    )  # fmt: skip
+    token.write_text("static-target-token-0123\n")
     endpoint = {
         "name": "st-0",
         "sidecar_url": f"http://127.0.0.1:{sidecar}",
         "admin_url": f"http://127.0.0.1:{admin}",
     }
     target = {"kind": "Static", "name": "st", "model_name": "st-model", "endpoints": [endpoint]}
-    process = _run(tmp_path, _spec("static-target", target, {"min": 1, "max": 4}, mode="advisory"),
-                   gate={"token_file": str(token)})  # fmt: skip
+    started: list[subprocess.Popen[bytes]] = []  # the replica something else runs: engine, sidecar
     try:
-        lines = _decisions_until(
-            process, tmp_path / "run.log", lambda ls: sum("reason" in line for line in ls) >= 3, timeout=90
-        )
+        started.append(subprocess.Popen([a.format(port=port, model_name="st-model") for a in SIM], env=ENV))
+        started.append(subprocess.Popen(
+            [sys.executable, "-m", "fleetslo.cli", "--log-level", "warning", "exporter",
+             "--vllm-url", f"http://127.0.0.1:{port}", "--listen", f"127.0.0.1:{sidecar}", "--interval", "1s",
+             "--gpu-backend", "none", "--gate-listen", f"127.0.0.1:{free_port()}",
+             "--gate-admin-listen", f"127.0.0.1:{admin}", "--admin-token-file", str(token)],
+            env=ENV,
+        ))  # fmt: skip
+        process = _run(tmp_path, _spec("static-target", target, {"min": 1, "max": 4}, mode="advisory"),
+                       gate={"token_file": str(token)})  # fmt: skip
+        try:
+            lines = _decisions_until(
+                process,
+                tmp_path / "run.log",
+                lambda ls: sum("reason" in line for line in ls) >= 3,
+                timeout=90,
+            )
+        finally:
+            code = _stop(process)
     finally:
-        code = _stop(process)
-        for p in (car, engine):
+        for p in reversed(started):
             p.terminate()
             p.wait(timeout=20)
     decided = [line for line in lines if "reason" in line and line.get("target") == "static-target"]
     assert len(decided) >= 3
     assert all(line.get("replicas_before") == 1 for line in decided), "nothing scaled a static target"
+    assert any(line.get("replicas_reporting") == 1 for line in decided), "its sidecar was read"
     assert code == 0
 
 

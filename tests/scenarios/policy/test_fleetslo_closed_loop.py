@@ -15,6 +15,7 @@ from fleetslo.core.model import Decision, Observation, Quantiles
 from fleetslo.core.spec import FleetSLOSpec
 from fleetslo.policy.fleetslo import FleetSLOPolicy, FleetSLOState
 from fleetslo.sim.profile import builtin_profile
+from fleetslo.sim.result_types import SimResult
 from fleetslo.sim.scenario import Scenario, make_spec, run_policy
 from fleetslo.sim.traces.synthetic import diurnal, fixed_tokens, poisson, step_spike
 from fleetslo.sim.workload import Trace
@@ -24,19 +25,19 @@ TOKENS = fixed_tokens(1000, 200)
 SPEC = make_spec(PROFILE, ttft_s=1.0, tpot_s=0.03, min_replicas=1, max_replicas=30)
 
 
-def run(trace: Trace, policy: Any, initial: int) -> dict[str, Any]:
+def run(trace: Trace, policy: Any, initial: int) -> SimResult:
     scenario = Scenario(
         trace=trace, trace_name="synthetic", profile=PROFILE, spec=SPEC, initial_replicas=initial
     )
     return run_policy(scenario, policy, label="fleetslo")
 
 
-def violated(result: dict[str, Any], start: float, end: float) -> list[float]:
-    return [w["start_s"] for w in result["windows"] if start <= w["start_s"] < end and w["met"] is False]
+def violated(result: SimResult, start: float, end: float) -> list[float]:
+    return [w.start_s for w in result.windows if start <= w.start_s < end and w.met is False]
 
 
-def replicas_over_time(result: dict[str, Any]) -> list[tuple[float, int]]:
-    return [(w["start_s"], w["ready_replicas"] + w["starting_replicas"]) for w in result["windows"]]
+def replicas_over_time(result: SimResult) -> list[tuple[float, int]]:
+    return [(w.start_s, (w.ready_replicas or 0) + (w.starting_replicas or 0)) for w in result.windows]
 
 
 def test_a_3x_step_is_absorbed_within_cold_start_plus_five_minutes() -> None:
@@ -45,7 +46,7 @@ def test_a_3x_step_is_absorbed_within_cold_start_plus_five_minutes() -> None:
     bad = violated(result, 900.0, 2100.0)
     cold_start = SPEC.replicas.cold_start
     assert all(t < 900.0 + cold_start + 300.0 for t in bad), bad
-    assert result["window_attainment"] >= 0.9
+    assert result.window_attainment >= 0.9
     sizes = replicas_over_time(result)
     before = max(n for t, n in sizes if 600.0 <= t < 900.0)
     after = [n for t, n in sizes if 1500.0 <= t < 2100.0]
@@ -60,7 +61,7 @@ def test_a_slow_ramp_is_followed_without_violations_and_the_fleet_shrinks_after_
     down = [poisson(r, 300.0, TOKENS, seed=10 + i) for i, r in enumerate((40.0, 20.0, 20.0, 20.0))]
     trace = concat(*up, *down)
     result = run(trace, FleetSLOPolicy(), initial=4)
-    assert result["window_attainment"] >= 0.95
+    assert result.window_attainment >= 0.95
     sizes = replicas_over_time(result)
     peak = max(n for _, n in sizes)
     assert sizes[-1][1] < peak  # gave capacity back
@@ -69,7 +70,7 @@ def test_a_slow_ramp_is_followed_without_violations_and_the_fleet_shrinks_after_
 def test_a_diurnal_day_compressed_to_an_hour_meets_the_targets() -> None:
     trace = diurnal(30.0, 3600.0, TOKENS, amplitude=0.6, period_s=3600.0, peak_at_s=1800.0)
     result = run(trace, FleetSLOPolicy(), initial=3)
-    assert result["window_attainment"] >= 0.95
+    assert result.window_attainment >= 0.95
 
 
 class Blind:
@@ -106,12 +107,12 @@ def test_a_metrics_outage_holds_the_fleet_and_never_scales_down() -> None:
 def test_load_sitting_at_a_threshold_does_not_make_the_fleet_oscillate() -> None:
     trace = poisson(45.0, 3600.0, TOKENS, seed=3)
     result = run(trace, FleetSLOPolicy(), initial=6)
-    events = result["events"]
-    downs = [e["t_s"] for e in events if e["replicas_to"] < e["replicas_from"]]
-    ups = [e["t_s"] for e in events if e["replicas_to"] > e["replicas_from"]]
+    events = result.events
+    downs = [e.t_s for e in events if e.replicas_to < e.replicas_from]
+    ups = [e.t_s for e in events if e.replicas_to > e.replicas_from]
     flaps = [d for d in downs if any(d < u <= d + 300.0 for u in ups)]
     assert not flaps, events
-    assert result["window_attainment"] >= 0.95
+    assert result.window_attainment >= 0.95
 
 
 def concat(*parts: Trace) -> Trace:

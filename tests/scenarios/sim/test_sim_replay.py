@@ -10,6 +10,7 @@ import pytest
 from fleetslo.policy.baselines import StaticPolicy
 from fleetslo.policy.oracle import OraclePolicy
 from fleetslo.sim import oracle
+from fleetslo.sim.result_types import SimResult
 from fleetslo.sim.scenario import Scenario, initial_replicas, run_policy
 from fleetslo.sim.traces import fixed_tokens, lognormal_tokens, poisson, step_spike, window
 from fleetslo.sim.workload import Request, Trace
@@ -49,21 +50,21 @@ SCRIPT = ((0.0, 2, None), (200.0, 0, 4), (260.0, 5, 16), (600.0, 1, None))
 def test_every_request_completes_is_rejected_or_is_still_in_flight() -> None:
     sc = replace(scenario(), router_queue_limit=50, drain_timeout_s=20.0)
     result = run_policy(sc, ScriptedPolicy(SCRIPT))
-    assert result["rejected"] > 0  # zero replicas for a minute overflowed the router queue
-    assert result["completed"] + result["rejected"] + result["in_flight_at_end"] == result["requests"]
-    assert result["requests"] == len(sc.trace)
-    assert sum(w["requests"] for w in result["windows"]) == result["requests"]
-    changes = [(e["replicas_from"], e["replicas_to"], e["batch_limit"]) for e in result["events"]]
+    assert result.rejected > 0  # zero replicas for a minute overflowed the router queue
+    assert result.completed + result.rejected + result.in_flight_at_end == result.requests
+    assert result.requests == len(sc.trace)
+    assert sum(w.requests for w in result.windows) == result.requests
+    changes = [(e.replicas_from, e.replicas_to, e.batch_limit) for e in result.events]
     assert changes[:3] == [(2, 0, 4), (0, 5, 16), (5, 1, 16)]
-    assert {e["reason"] for e in result["events"]} == {"Scheduled"}
+    assert {e.reason for e in result.events} == {"Scheduled"}
 
 
 def test_same_seed_same_result_and_a_new_seed_changes_it() -> None:
     noisy = scenario(profile={"step_time": {"noise_cv": 0.1}}, cold_start_sigma=0.3)
     policy = ScriptedPolicy(((0.0, 2, None), (250.0, 6, None), (700.0, 2, None)))
 
-    def strip(result: dict[str, object]) -> dict[str, object]:
-        return {k: v for k, v in result.items() if k != "wall_seconds"}
+    def strip(result: SimResult) -> SimResult:
+        return replace(result, wall_seconds=0.0)
 
     first = strip(run_policy(replace(noisy, seed=7), policy))
     assert strip(run_policy(replace(noisy, seed=7), policy)) == first
@@ -71,16 +72,17 @@ def test_same_seed_same_result_and_a_new_seed_changes_it() -> None:
 
 
 def test_result_is_one_json_object_with_the_contract_keys() -> None:
-    result = run_policy(scenario(), StaticPolicy(2))
+    typed = run_policy(scenario(), StaticPolicy(2))
+    result = typed.to_dict()
     assert set(result) >= RESULT_KEYS
     assert set(result["slo"]) == {"ttft_s", "tpot_s", "quantile"}
     assert all(set(w) >= WINDOW_KEYS for w in result["windows"])
     assert result["windows"][0]["start_s"] == 0.0 and result["windows"][1]["start_s"] == 60.0
     json.dumps(result, allow_nan=False)
-    assert result["gpu_hours"] == pytest.approx(2 * result["replica_hours"])
-    assert result["replica_hours"] == pytest.approx(2 * result["sim_seconds"] / 3600)
+    assert typed.gpu_hours == pytest.approx(2 * typed.replica_hours)
+    assert typed.replica_hours == pytest.approx(2 * typed.sim_seconds / 3600)
     moved = run_policy(scenario(), ScriptedPolicy(((0.0, 3, 8),)))
-    assert all(set(e) == EVENT_KEYS for e in moved["events"]) and moved["scale_events"] == 1
+    assert all(set(e) == EVENT_KEYS for e in moved.to_dict()["events"]) and moved.scale_events == 1
 
 
 def test_windows_without_traffic_are_not_judged() -> None:
@@ -90,8 +92,8 @@ def test_windows_without_traffic_are_not_judged() -> None:
     shifted = tuple(Request(r.arrival_s + 240.0, r.input_tokens, r.output_tokens) for r in late.requests)
     sc = Scenario(Trace(trace.requests + shifted), "gap", profile, spec_for(profile), initial_replicas=1)
     result = run_policy(sc, StaticPolicy(1))
-    assert [w["met"] for w in result["windows"]][:5] == [True, None, None, None, True]
-    assert result["window_attainment"] == 1.0
+    assert [w.met for w in result.windows][:5] == [True, None, None, None, True]
+    assert result.window_attainment == 1.0
 
 
 def test_the_warm_fleet_is_the_smallest_static_fleet_meeting_the_first_five_minutes() -> None:
@@ -100,7 +102,7 @@ def test_the_warm_fleet_is_the_smallest_static_fleet_meeting_the_first_five_minu
 
     def meets(k: int) -> bool:
         head = replace(sc, trace=window(sc.trace, 0.0, 300.0), initial_replicas=k)
-        return run_policy(head, StaticPolicy(k))["window_attainment"] == 1.0
+        return run_policy(head, StaticPolicy(k)).window_attainment == 1.0
 
     assert n >= 1 and meets(n)
     assert n == 1 or not meets(n - 1)
@@ -112,12 +114,12 @@ def test_oracle_meets_the_targets_for_less_than_a_peak_sized_static_fleet() -> N
     static = run_policy(peak, StaticPolicy(20))
     plan = oracle.plan(sc)
     result = run_policy(sc, OraclePolicy(plan.schedule))
-    assert result["window_attainment"] == pytest.approx(plan.window_attainment)
-    assert result["window_attainment"] >= 0.9
-    assert result["replica_hours"] < static["replica_hours"]
+    assert result.window_attainment == pytest.approx(plan.window_attainment)
+    assert result.window_attainment >= 0.9
+    assert result.replica_hours < static.replica_hours
     # capacity must be ready when the spike starts: a step up is requested a cold start before it
-    up = [e for e in result["events"] if e["replicas_to"] > e["replicas_from"]]
-    assert up and min(e["t_s"] for e in up) <= 300.0 - sc.spec.replicas.cold_start
+    up = [e for e in result.events if e.replicas_to > e.replicas_from]
+    assert up and min(e.t_s for e in up) <= 300.0 - sc.spec.replicas.cold_start
 
 
 def test_schedule_holds_dips_shorter_than_a_cold_start() -> None:
@@ -152,10 +154,10 @@ def test_without_foresight_the_oracles_need_costs_attainment_or_headroom() -> No
     lean = oracle.no_foresight(sc, plan, headroom=0.0, memory_minutes=1)
     ample = oracle.no_foresight(sc, plan, headroom=1.0, memory_minutes=5)
     # The spike outruns a cold start: reacting to exact knowledge still misses minutes...
-    assert lean["window_attainment"] < (plan.window_attainment or 0.0)
+    assert lean.window_attainment < (plan.window_attainment or 0.0)
     # ...unless headroom is paid for, which costs more than the plan that saw it coming.
-    assert ample["window_attainment"] >= lean["window_attainment"]
-    assert ample["replica_hours"] > (plan.replica_hours or 0.0)
+    assert ample.window_attainment >= lean.window_attainment
+    assert ample.replica_hours > (plan.replica_hours or 0.0)
 
 
 def test_the_oracle_repairs_bursts_within_a_minute_that_its_minute_averages_miss() -> None:

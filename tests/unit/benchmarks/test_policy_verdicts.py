@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from fleetslo.sim.result_types import ScaleEventRecord
+
 from benchmarks.bench_policy import flaps, verdicts
 
 
@@ -33,8 +35,8 @@ def test_bursty_verdict_names_the_baselines_that_dominate() -> None:
 
 
 def test_a_flap_is_a_scale_down_asked_back_within_the_stabilization_window() -> None:
-    def event(t: float, a: int, b: int) -> dict[str, Any]:
-        return {"t_s": t, "replicas_from": a, "replicas_to": b}
+    def event(t: float, a: int, b: int) -> ScaleEventRecord:
+        return ScaleEventRecord(t, a, b, batch_limit=128, reason="r", message="")
 
     assert flaps([event(0, 10, 9), event(200, 9, 12)]) == 1
     assert flaps([event(0, 10, 9), event(400, 9, 12)]) == 0

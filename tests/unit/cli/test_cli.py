@@ -134,3 +134,12 @@ def test_sigint_exits_130_and_sigterm_0(sig: signal.Signals, status: int) -> Non
             process.wait()
         if process.stdout is not None:
             process.stdout.close()
+
+
+def test_demo_with_an_unwritable_report_stops_before_starting_anything(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert main(["demo", "--report", str(blocker / "x.html")]) == 2
+    assert "--report" in capsys.readouterr().err

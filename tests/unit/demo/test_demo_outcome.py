@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import io
+import json
 from dataclasses import replace
+from pathlib import Path
 
 from fleetslo.core.model import ReplicaCounts
-from fleetslo.sim.demo import outcome, view
+from fleetslo.sim.demo import app, outcome, view
+from fleetslo.sim.demo.files import DemoPaths
 from fleetslo.sim.demo.scenario import DemoOptions
 from fleetslo.sim.records import SimRequest
 from fleetslo.sim.runner import FleetSample, ScaleEvent
@@ -38,19 +42,19 @@ def record(ttft: float) -> outcome.LiveRecord:
 
 def test_the_live_run_is_judged_by_the_simulators_rules() -> None:
     result = outcome.live_result(record(ttft=0.5), scenario(), OPTIONS)
-    assert result["policy"] == outcome.LIVE and result["requests"] == 120
-    assert result["in_flight_at_end"] == 1 and result["rejected"] == 0
-    assert result["window_attainment"] == 1.0
-    assert result["replica_hours"] == 240.0 / 3600 and result["speedup"] == 10.0
-    assert result["events"][0]["reason"] == "ScaleUpForecast"
+    assert result.policy == outcome.LIVE and result.requests == 120
+    assert result.in_flight_at_end == 1 and result.rejected == 0
+    assert result.window_attainment == 1.0
+    assert result.replica_hours == 240.0 / 3600 and result.speedup == 10.0
+    assert result.events[0].reason == "ScaleUpForecast"
     slow = outcome.live_result(record(ttft=5.0), scenario(), OPTIONS)
-    assert slow["window_attainment"] == 0.0
+    assert slow.window_attainment == 0.0
 
 
 def test_the_verdict_is_one_line_with_attainment_and_replica_hours() -> None:
     live = outcome.live_result(record(ttft=0.5), scenario(), OPTIONS)
     baseline = outcome.live_result(record(ttft=5.0), scenario(), OPTIONS)
-    baseline["policy"] = "keda-waiting (threshold 2) · best of 7 baselines · simulated"
+    baseline = replace(baseline, policy="keda-waiting (threshold 2) · best of 7 baselines · simulated")
     line = outcome.verdict(live, baseline, 120.0)
     assert "\n" not in line
     assert line.startswith(
@@ -74,28 +78,28 @@ def test_a_partial_run_is_judged_on_the_part_that_ran_against_the_same_part_simu
     judged = outcome.judged_scenario(scenario(), partial)
     assert len(judged.trace) == 60 and "interrupted at 1:00" in judged.trace_name
     live = outcome.live_result(partial, judged, OPTIONS)
-    assert live["requests"] == 60 and live["window_attainment"] == 1.0 and live["interrupted"] is True
-    assert live["judged_until_s"] == 60.0
+    assert live.requests == 60 and live.window_attainment == 1.0 and live.stop is not None
+    assert live.stop.interrupted is True and live.stop.judged_until_s == 60.0
     simulated, baseline = outcome.simulated_results(judged, OPTIONS)
-    assert simulated["requests"] == baseline["requests"] == 60
+    assert simulated.requests == baseline.requests == 60
     line = outcome.verdict(live, baseline, 120.0)
     assert line.startswith("INTERRUPTED — judged on the first 1:00 of 2:00 (simulated)"), line
     whole = outcome.live_result(partial, scenario(), OPTIONS)  # judged as a whole, as it was
-    assert whole["window_attainment"] == 0.0 and whole["request_attainment"] == 0.5
+    assert whole.window_attainment == 0.0 and whole.request_attainment == 0.5
 
 
 def test_the_comparison_is_the_best_tuned_baseline_on_the_same_scenario() -> None:
     best = outcome.best_baseline(scenario())
-    tried = best["baselines_tried"]
+    tried = best.baselines_tried or ()
     assert len(tried) == 1 + len(outcome.BASELINES)
-    assert any(t["policy"].startswith("static") for t in tried)
-    assert any(t["policy"].startswith("keda-waiting") for t in tried)
-    assert any(t["policy"].startswith("hpa-running") for t in tried)
-    top = max(t["window_attainment"] for t in tried)
-    assert best["window_attainment"] == top
-    cheapest = min(t["replica_hours"] for t in tried if t["window_attainment"] == top)
-    assert best["replica_hours"] <= cheapest + 1e-9 or best["request_attainment"] > 0
-    assert best["policy"].endswith(f"best of {len(tried)} baselines · simulated")
+    assert any(t.policy.startswith("static") for t in tried)
+    assert any(t.policy.startswith("keda-waiting") for t in tried)
+    assert any(t.policy.startswith("hpa-running") for t in tried)
+    top = max(t.window_attainment for t in tried)
+    assert best.window_attainment == top
+    cheapest = min(t.replica_hours for t in tried if t.window_attainment == top)
+    assert best.replica_hours <= cheapest + 1e-9 or best.request_attainment > 0
+    assert best.policy.endswith(f"best of {len(tried)} baselines · simulated")
 
 
 def test_the_live_view_renders_and_summarises_in_one_line() -> None:
@@ -127,3 +131,19 @@ def test_the_live_view_renders_and_summarises_in_one_line() -> None:
     assert "0.40 s / 2 s ✓" in text and "61.0 ms / 50 ms ✗" in text and "2 → 3" in text
     assert view.line(status).startswith("[1:15/2:00] 2.50 req/s · p90 TTFT 0.40s · p90 TPOT 61.0ms")
     assert "HOST BEHIND 10×: engines p90 lag 25 ms" in text and "HOST BEHIND 10×" in view.line(status)
+
+
+def test_results_json_keeps_the_demo_keys_of_an_interrupted_run(tmp_path: Path) -> None:
+    """The JSON edge: ``results.json`` is the typed results' ``to_dict``, the demo's keys flat."""
+    paths = DemoPaths(tmp_path / "report.html").prepare()
+    partial = replace(interrupted(60.0), host={"kept_up": True, "checks": 3})
+    quiet = Console(file=io.StringIO(), width=200)
+    app._judge(partial, scenario(), OPTIONS, paths, quiet, restarts=[])
+    saved = json.loads((paths.files / "results.json").read_text(encoding="utf-8"))
+    live = saved["live"]
+    assert live["interrupted"] is True and live["stopped_by"] == "SIGINT" and live["judged_until_s"] == 60.0
+    assert live["host"] == {"kept_up": True, "checks": 3, "restarts": []}
+    assert live["speedup"] == 10.0 and live["requests"] == 60 and live["windows"][0]["met"] is True
+    assert len(saved["baseline"]["baselines_tried"]) == 1 + len(outcome.BASELINES)
+    assert "interrupted" not in saved["simulated"] and "host" not in saved["simulated"]
+    assert (paths.report).read_text(encoding="utf-8").startswith("<!DOCTYPE html>")

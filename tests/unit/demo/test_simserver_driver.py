@@ -99,3 +99,21 @@ async def test_metrics_refresh_brings_the_engine_to_the_present() -> None:
     assert metrics.generation_tokens > 1
     assert metrics.kv_usage > 0
     driver.close()
+
+
+@pytest.mark.asyncio
+async def test_a_blocked_loop_shows_as_wake_up_lag() -> None:
+    """The host check reads how late the engine's wake-ups run: a loop blocked for 50 ms (a busy
+    host) shows as about that much lag, an idle one as next to none."""
+    import time
+
+    profile = tiny_profile(max_num_seqs=8, kv_capacity_tokens=20_000)
+    loop = asyncio.get_running_loop()
+    driver = EngineDriver(profile, EngineMetrics("tiny"), SpeedClock(10.0, now=loop.time))
+    generation = driver.submit(500, 50)  # 50 decode steps: several wake-ups
+    await asyncio.sleep(0)
+    time.sleep(0.05)  # noqa: ASYNC251 -- blocking on purpose: the loop cannot run its timers
+    await asyncio.wait_for(_finish(generation), 10)
+    driver.close()
+    late = [lag for _, lag in driver.lag]
+    assert late and max(late) >= 0.04

@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 from fleetslo.cli import main
+from fleetslo.control.actuators.catalog import Wiring, make_gate
 from fleetslo.control.actuators.fleet import FleetActuator
 from fleetslo.control.actuators.wrappers import (
     DryRunReplicas,
@@ -21,6 +22,7 @@ from fleetslo.control.actuators.wrappers import (
 )
 from fleetslo.control.audit import Auditor
 from fleetslo.control.instruments import ControllerMetrics
+from fleetslo.control.kube.workloads import Workloads
 from fleetslo.control.leader import AlwaysLeader
 from fleetslo.control.loop import Binding, Controller
 from fleetslo.control.service import (
@@ -29,7 +31,6 @@ from fleetslo.control.service import (
     Running,
     Service,
     make_fleet,
-    make_gate,
     make_source,
     make_tracer,
 )
@@ -37,6 +38,7 @@ from fleetslo.control.settings import ControllerSettings
 from fleetslo.control.sources.prometheus import PrometheusSource
 from fleetslo.core.config import load
 from fleetslo.core.errors import ConfigError
+from fleetslo.core.spec import BatchActuator
 from fleetslo.policy.registry import make_policy
 from fleetslo.testing import FakePodDirectory, FakeReplicaActuator, FakeSource
 
@@ -99,11 +101,14 @@ def keep_log_handlers() -> Iterator[None]:
 @pytest.mark.usefixtures("keep_log_handlers")
 def test_a_gate_target_drains_through_the_gate_and_needs_its_token() -> None:
     settings = load(ControllerSettings, {})
-    env = Environment(in_pod=False, identity="t")
+
+    def wiring(token: str | None) -> Wiring:
+        return Wiring(settings, Workloads(None), FakePodDirectory(), token, "t")  # type: ignore[arg-type]
+
     with pytest.raises(ConfigError, match=r"gate.token_file"):
-        make_gate(settings, env, FakePodDirectory())
-    gate = make_gate(settings, Environment(in_pod=False, identity="t", gate_token="tok"), FakePodDirectory())
-    actuators = Actuators(FakeReplicaActuator(), gate=gate)
+        make_gate(wiring(None))
+    gate = make_gate(wiring("tok"))
+    actuators = Actuators(FakeReplicaActuator(), {BatchActuator.GATE: gate}, gate)
     fleet = make_fleet(
         make_slo("a", batch_actuator="gate"), actuators, ControllerMetrics(), dry_run=False, drain=True
     )

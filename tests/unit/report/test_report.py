@@ -3,11 +3,11 @@ headless-Chromium screenshot."""
 
 from __future__ import annotations
 
-import copy
 import os
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +15,12 @@ import pytest
 from fleetslo.sim.report import render_report
 from fleetslo.sim.report.numbers import percent, seconds
 from fleetslo.sim.report.svg import Chart, Line, render_chart
+from fleetslo.sim.result_types import ScaleEventRecord, SimResult, SLOTarget, WindowResult
 
 CHROMIUM = "/usr/bin/chromium"
 
 
-def window(k: int, **overrides: Any) -> dict[str, Any]:
+def window(k: int, **overrides: Any) -> WindowResult:
     w: dict[str, Any] = {
         "start_s": 60.0 * k,
         "requests": 300,
@@ -33,15 +34,21 @@ def window(k: int, **overrides: Any) -> dict[str, Any]:
         "queue_length": float(k % 6),
     }
     w.update(overrides)
-    return w
+    return WindowResult(**w)
 
 
-def result(policy: str, minutes: int = 30, **overrides: Any) -> dict[str, Any]:
+def event(
+    t_s: float, replicas_from: int, replicas_to: int, reason: str, message: str = ""
+) -> ScaleEventRecord:
+    return ScaleEventRecord(t_s, replicas_from, replicas_to, 128, reason, message)
+
+
+def result(policy: str, minutes: int = 30, **overrides: Any) -> SimResult:
     r: dict[str, Any] = {
         "policy": policy,
         "trace": "traces/azure2023/AzureLLMInferenceTrace_conv.csv",
         "profile": "mi325x-qwen3-235b-fp8-tp4",
-        "slo": {"ttft_s": 2.0, "tpot_s": 0.05, "quantile": 0.9},
+        "slo": SLOTarget(ttft_s=2.0, tpot_s=0.05, quantile=0.9),
         "requests": 9000,
         "completed": 8990,
         "rejected": 4,
@@ -52,32 +59,28 @@ def result(policy: str, minutes: int = 30, **overrides: Any) -> dict[str, Any]:
         "p90_tpot_s": 0.031,
         "replica_hours": 1.5,
         "gpu_hours": 6.0,
+        "cost_usd": 3.0,
+        "tokens": 7_000_000,
         "cost_per_million_tokens": 0.42,
+        "mean_replicas": 3.0,
         "scale_events": 2,
+        "preemptions": 0,
         "sim_seconds": 60.0 * minutes,
         "wall_seconds": 0.8,
-        "windows": [window(k) for k in range(minutes)],
-        "events": [
-            {
-                "t_s": 600.0,
-                "replicas_from": 2,
-                "replicas_to": 3,
-                "batch_limit": 128,
-                "reason": "MetricAboveTarget",
-                "message": "hpa-util: 0.95 per pod vs target 0.8: 3 replicas",
-            },
-            {
-                "t_s": 1500.0,
-                "replicas_from": 3,
-                "replicas_to": 2,
-                "batch_limit": 128,
-                "reason": "MetricBelowTarget",
-                "message": "scale down",
-            },
-        ],
+        "windows": tuple(window(k) for k in range(minutes)),
+        "events": (
+            event(600.0, 2, 3, "MetricAboveTarget", "hpa-util: 0.95 per pod vs target 0.8: 3 replicas"),
+            event(1500.0, 3, 2, "MetricBelowTarget", "scale down"),
+        ),
     }
     r.update(overrides)
-    return r
+    return SimResult(**r)
+
+
+def with_windows(r: SimResult, changes: dict[int, dict[str, Any]]) -> SimResult:
+    """``r`` with windows ``k`` changed as ``changes[k]`` says."""
+    windows = tuple(replace(w, **changes.get(k, {})) for k, w in enumerate(r.windows))
+    return replace(r, windows=windows)
 
 
 def test_one_self_contained_page() -> None:
@@ -115,9 +118,9 @@ def test_summary_table_has_every_metric_and_marks_the_best() -> None:
 
 def test_names_and_messages_are_escaped() -> None:
     evil = '<script>alert("x")</script>'
-    r = result(evil, trace='a"b<c>.csv')
-    r["events"][0]["message"] = "<img src=x onerror=alert(1)>"
-    r["events"][0]["reason"] = "<b>bold</b>"
+    r = result(
+        evil, trace='a"b<c>.csv', events=(event(600.0, 2, 3, "<b>bold</b>", "<img src=x onerror=alert(1)>"),)
+    )
     html = render_report([r], "<i>title</i> & co")
     assert "<script" not in html and "<img" not in html and "<b>bold</b>" not in html
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
@@ -127,9 +130,9 @@ def test_names_and_messages_are_escaped() -> None:
 
 def test_nulls_render_as_gaps_and_dashes_never_zeros() -> None:
     r = result("keda-waiting", p90_ttft_s=None, cost_per_million_tokens=None, window_attainment=None)
-    for k in (3, 4, 5):
-        r["windows"][k].update(p90_ttft_s=None, p90_tpot_s=None, met=None, requests=0, arrival_rate=0.0)
-    r["windows"][10].update(ready_replicas=None, starting_replicas=None, queue_length=None, batch_limit=None)
+    quiet = {"p90_ttft_s": None, "p90_tpot_s": None, "met": None, "requests": 0, "arrival_rate": 0.0}
+    unsampled = {"ready_replicas": None, "starting_replicas": None, "queue_length": None, "batch_limit": None}
+    r = with_windows(r, {3: quiet, 4: quiet, 5: quiet, 10: unsampled})
     html = render_report([r], "gaps")
     summary = html[html.index('<table class="summary">') : html.index("</table>")]
     assert summary.count("<td>—</td>") == 3
@@ -139,16 +142,14 @@ def test_nulls_render_as_gaps_and_dashes_never_zeros() -> None:
 
 
 def test_unserved_windows_get_an_overflow_marker() -> None:
-    r = result("static")
-    r["windows"][7].update(p90_ttft_s=None, met=False)
+    r = with_windows(result("static"), {7: {"p90_ttft_s": None, "met": False}})
     assert 'class="overflow"' in _figure(render_report([r], "t"), "p90 TTFT")
 
 
 def test_identical_series_are_drawn_once() -> None:
     html = render_report([result("static"), result("hpa-util")], "t")
     assert "The same in every run (grey)." in _figure(html, "Arrival rate")
-    different = result("hpa-util")
-    different["windows"][0]["arrival_rate"] = 99.0
+    different = with_windows(result("hpa-util"), {0: {"arrival_rate": 99.0}})
     assert "The same in every run" not in _figure(
         render_report([result("static"), different], "t"), "Arrival rate"
     )
@@ -156,16 +157,18 @@ def test_identical_series_are_drawn_once() -> None:
 
 def test_duplicate_policies_get_distinct_labels() -> None:
     a, b = result("static", trace="x/a.csv"), result("static", trace="y/b.csv")
-    html = render_report([a, b, copy.deepcopy(b)], "t")
+    html = render_report([a, b, b], "t")
     assert "static · a.csv" in html and "static · b.csv #2" in html and "static · b.csv #3" in html
 
 
 def test_degenerate_inputs_do_not_crash() -> None:
     assert "No runs to show." in render_report([], "empty")
-    bare = {"policy": "p", "windows": [{"start_s": 0.0}], "events": [{}]}
+    unmeasured = dict.fromkeys(("p90_ttft_s", "p90_tpot_s", "met", "queue_length"))
+    blank = window(0, requests=0, ready_replicas=None, starting_replicas=None, batch_limit=None, **unmeasured)
+    bare = result("p", minutes=1, windows=(blank,), window_attainment=None, request_attainment=None)
     html = render_report([bare], "bare")
     assert "<svg" in html and "—" in html
-    nothing = {"policy": "q", "windows": None, "events": None, "slo": None}
+    nothing = result("q", minutes=0, windows=(), events=(), scale_events=0)
     assert "No decision moved a knob." in render_report([nothing], "nothing")
 
 
@@ -205,7 +208,10 @@ def test_screenshot_in_headless_chromium(tmp_path: Path) -> None:
                 f"{CHROMIUM} not found: install it with `apt-get install -y --no-install-recommends chromium`"
             )
         pytest.skip(f"{CHROMIUM} not installed (apt-get install -y --no-install-recommends chromium)")
-    runs = [result("static"), result("hpa-util", windows=[window(k, ready_replicas=3) for k in range(30)])]
+    runs = [
+        result("static"),
+        result("hpa-util", windows=tuple(window(k, ready_replicas=3) for k in range(30))),
+    ]
     page = tmp_path / "report.html"
     page.write_text(render_report(runs, "Screenshot check"), encoding="utf-8")
     png = tmp_path / "report.png"
@@ -243,10 +249,10 @@ def _batch_chart(html: str) -> str:
 
 
 def test_the_batch_limit_axis_is_scaled_to_the_real_limits_not_to_no_limit() -> None:
-    r = result("fleetslo")
-    for w, limit in zip(r["windows"], (1024, 8, 6, 15) * 10, strict=False):
-        w["batch_limit"] = limit
-    r["max_num_seqs"] = 1024
+    limits = (1024, 8, 6, 15) * 10
+    r = with_windows(
+        result("fleetslo", max_num_seqs=1024), {k: {"batch_limit": limits[k]} for k in range(30)}
+    )
     chart = _batch_chart(render_report([r], "t"))
     ticks = [float(t) for t in re.findall(r'text-anchor="end">([0-9.]+)</text>', chart)]
     assert ticks and 15 <= max(ticks) <= 100, ticks  # the axis ends above 15, not at 1024
@@ -254,13 +260,12 @@ def test_the_batch_limit_axis_is_scaled_to_the_real_limits_not_to_no_limit() -> 
 
 
 def test_the_summary_and_the_details_count_the_same_replica_changes() -> None:
-    r = result("fleetslo")
-    r["events"] = [
-        {"t_s": 0, "replicas_from": 2, "replicas_to": 3, "batch_limit": 8, "reason": "Up", "message": ""},
-        {"t_s": 15, "replicas_from": 3, "replicas_to": 3, "batch_limit": 6, "reason": "Limit", "message": ""},
-        {"t_s": 30, "replicas_from": 3, "replicas_to": 2, "batch_limit": 6, "reason": "Down", "message": ""},
-    ]
-    r["scale_events"] = 2
+    events = (
+        ScaleEventRecord(0, 2, 3, 8, "Up", ""),
+        ScaleEventRecord(15, 3, 3, 6, "Limit", ""),
+        ScaleEventRecord(30, 3, 2, 6, "Down", ""),
+    )
+    r = result("fleetslo", events=events, scale_events=2)
     html = render_report([r], "t")
     assert "Decisions that moved a knob: 3 (2 replica changes, 1 batch-limit changes only)" in html
     summary = html[html.index('<table class="summary">') : html.index("</table>")]

@@ -49,7 +49,7 @@ class EngineArgsActuator:
 
     def _containers(self, target: Target) -> list[rollout.ContainerRef]:
         obj = self.workloads.get(target)
-        return rollout.vllm_containers(obj, KINDS[target.kind].templates, self.container)
+        return rollout.vllm_containers(obj, KINDS[target.workload_kind].templates, self.container)
 
     def read_limit(self, target: Target) -> int | None:
         return rollout.current_limit(self._containers(target))

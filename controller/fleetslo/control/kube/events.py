@@ -44,7 +44,7 @@ class KubeEventRecorder:
         body = client.CoreV1Event(
             metadata=client.V1ObjectMeta(name=name, namespace=target.namespace),
             involved_object=client.V1ObjectReference(
-                api_version=KINDS[target.kind].api_version, kind=target.kind.value,
+                api_version=KINDS[target.workload_kind].api_version, kind=target.kind.value,
                 name=target.name, namespace=target.namespace,
             ),
             reason=reason, message=message[:1024], type="Warning" if warning else "Normal",

@@ -33,15 +33,22 @@ class FleetSLOResources:
     def __init__(self, api: client.ApiClient) -> None:
         self._objects = client.CustomObjectsApi(api)
 
-    def list(self, namespaces: Sequence[str] = ()) -> list[dict[str, Any]]:
+    def find(self, namespaces: Sequence[str] = ()) -> list[dict[str, Any]]:
         """Every FleetSLO in ``namespaces`` (empty: in every namespace), as the API returns them."""
-        items: list[dict[str, Any]] = []
+        try:
+            return self._list(namespaces)
+        except NotFound as exc:  # the API server does not serve the kind at all
+            raise NotFound(f"{exc} (is the FleetSLO CRD installed? kubectl apply -f "
+                           "helm/fleetslo/crds/; or set resources.enabled: false)") from exc  # fmt: skip
+
+    def _list(self, namespaces: Sequence[str]) -> list[dict[str, Any]]:
         if not namespaces:
             with api_call("list FleetSLOs in all namespaces"):
                 listed = self._objects.list_cluster_custom_object(
                     GROUP, VERSION, PLURAL, _request_timeout=REQUEST_TIMEOUT
                 )
             return _items(listed)
+        items: list[dict[str, Any]] = []
         for namespace in namespaces:
             with api_call(f"list FleetSLOs in {namespace}"):
                 listed = self._objects.list_namespaced_custom_object(

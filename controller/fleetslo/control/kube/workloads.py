@@ -65,7 +65,7 @@ class Workloads:
         self._objects = client.CustomObjectsApi(api)
 
     def get(self, target: Target) -> dict[str, Any]:
-        kind = KINDS[target.kind]
+        kind = KINDS[target.workload_kind]
         with api_call(f"read {where(target)}") as timeout:
             obj = self._objects.get_namespaced_custom_object(
                 kind.group, kind.version, target.namespace, kind.plural, target.name,
@@ -76,7 +76,7 @@ class Workloads:
         return obj
 
     def scale(self, target: Target, replicas: int, resource_version: str | None = None) -> None:
-        kind = KINDS[target.kind]
+        kind = KINDS[target.workload_kind]
         body: dict[str, Any] = {"spec": {"replicas": replicas}}
         if resource_version is not None:
             body["metadata"] = {"resourceVersion": resource_version}
@@ -87,7 +87,7 @@ class Workloads:
             )  # fmt: skip
 
     def json_patch(self, target: Target, operations: Sequence[Mapping[str, Any]], what: str) -> None:
-        kind = KINDS[target.kind]
+        kind = KINDS[target.workload_kind]
         with api_call(f"{what} on {where(target)}") as timeout:
             self._objects.patch_namespaced_custom_object(
                 kind.group, kind.version, target.namespace, kind.plural, target.name,

@@ -114,16 +114,16 @@ class TemplateFleet(LocalFleet):
                         self.start_timeout, self.recipe.log_dir)  # fmt: skip
             with self._lock:
                 self._terminate(replica)
-        else:
-            super()._step(replica, poll_ready)
-        self._publish()
+            return
+        super()._step(replica, poll_ready)
 
     def _publish(self) -> None:
-        """Rewrite the endpoints file when the serving gates change (atomically: a reader never
-        sees half a file)."""
+        """LocalFleet's snapshot, and the endpoints file whenever the serving gates change (written
+        atomically: a reader never sees half a file)."""
+        super()._publish()
         gates = self.gates()
-        if gates == self._published:
-            return
+        if not hasattr(self, "endpoints_path") or gates == self._published:
+            return  # unchanged, or LocalFleet's own constructor publishing before ours has run
         self._published = gates
         temporary = self.endpoints_path.with_suffix(".tmp")
         temporary.write_text(json.dumps([{"name": n, "url": u} for n, u in gates]) + "\n", encoding="utf-8")

@@ -90,7 +90,7 @@ def duration(seconds: float) -> str:
 
 def pod_regex(target: Target) -> str:
     """An RE2 pattern for the pods of ``target`` (anchored by PromQL's ``=~``)."""
-    return cv.pod_regex(target.kind.value, target.name)
+    return cv.pod_regex(target.workload_kind.value, target.name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -137,6 +137,9 @@ def type_schema(annotation: Any) -> dict[str, Any]:
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin in (types.UnionType, typing.Union):
         present = [a for a in args if a is not type(None)]
+        if len(present) > 1 and all(isinstance(a, type) and issubclass(a, Enum) for a in present):
+            # One field, several enums (a target's kind: Kubernetes workloads or standalone kinds).
+            return {"type": "string", "enum": [m.value for a in present for m in a]}
         if len(present) != 1:
             raise TypeError(f"no CRD schema for the union {annotation!r}")
         return type_schema(present[0])  # optional: simply not required (and never null)

@@ -31,9 +31,16 @@ class CelRule:
 
 
 class TargetKind(StrEnum):
+    """Kubernetes workloads."""
+
     DEPLOYMENT = "Deployment"
     STATEFULSET = "StatefulSet"
     LEADERWORKERSET = "LeaderWorkerSet"
+
+
+class StandaloneKind(StrEnum):
+    """Targets ``fleetslo run`` serves without a Kubernetes cluster."""
+
     #: Replicas at fixed addresses (VMs, bare metal, Slurm): observed, limited through their gates,
     #: never scaled. ``endpoints`` lists them.
     STATIC = "Static"
@@ -41,8 +48,7 @@ class TargetKind(StrEnum):
     LOCAL = "Local"
 
 
-#: The kinds ``fleetslo run`` serves without a Kubernetes cluster.
-STANDALONE_KINDS = frozenset({TargetKind.STATIC, TargetKind.LOCAL})
+STANDALONE_KINDS = frozenset(StandaloneKind)
 
 
 class StaticEndpoint(Frozen):
@@ -75,22 +81,39 @@ class LocalFleet(Frozen):
 class Target(Frozen):
     """The workload that serves one model and the name vLLM reports it under."""
 
-    kind: TargetKind = TargetKind.DEPLOYMENT
+    kind: TargetKind | StandaloneKind = TargetKind.DEPLOYMENT
     namespace: str = Field(default="default", min_length=1, max_length=63)
     name: str = Field(min_length=1, max_length=253)
     model_name: str = Field(min_length=1)
     endpoints: tuple[StaticEndpoint, ...] = ()
     local: LocalFleet | None = None
 
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _one_kind(cls, value: Any) -> Any:
+        # One message naming every kind, rather than one per enum of the union.
+        for kinds in (TargetKind, StandaloneKind):
+            if value in {k.value for k in kinds} or isinstance(value, kinds):
+                return kinds(value)
+        known = ", ".join(k.value for kinds in (TargetKind, StandaloneKind) for k in kinds)
+        raise ValueError(f"must be one of {known}")
+
+    @property
+    def workload_kind(self) -> TargetKind:
+        """The Kubernetes workload kind; a ``ConfigError`` for a target outside Kubernetes."""
+        if isinstance(self.kind, StandaloneKind):
+            raise ConfigError(f"target {self.name}: a {self.kind} target is not a Kubernetes workload")
+        return self.kind
+
     @model_validator(mode="after")
     def _kind_has_its_fields(self) -> Target:
-        if self.kind is TargetKind.STATIC and not self.endpoints:
+        if self.kind is StandaloneKind.STATIC and not self.endpoints:
             raise ValueError("a Static target lists its replicas in endpoints")
-        if self.kind is TargetKind.LOCAL and self.local is None:
+        if self.kind is StandaloneKind.LOCAL and self.local is None:
             raise ValueError("a Local target says how to start a replica in local")
-        if self.kind is not TargetKind.STATIC and self.endpoints:
+        if self.kind is not StandaloneKind.STATIC and self.endpoints:
             raise ValueError(f"endpoints apply to kind Static only (kind is {self.kind})")
-        if self.kind is not TargetKind.LOCAL and self.local is not None:
+        if self.kind is not StandaloneKind.LOCAL and self.local is not None:
             raise ValueError(f"local applies to kind Local only (kind is {self.kind})")
         return self
 
@@ -241,7 +264,7 @@ class FleetSLOSpec(Frozen):
     def _static_is_not_scaled(self) -> FleetSLOSpec:
         t, r = self.target, self.replicas
         if (
-            t.kind is TargetKind.STATIC
+            t.kind is StandaloneKind.STATIC
             and self.mode is Mode.ENFORCE
             and not r.min == r.max == len(t.endpoints)
         ):

@@ -1,4 +1,4 @@
-"""A seasonal forecast of one positive series (arrival rate, request mix): profile × level × trend.
+"""A seasonal forecast of one positive series (arrival rate, request mix): level × seasonal growth × trend.
 
 Inference traffic repeats: a day shape, a week shape, on top of a level that drifts. The model is
 a multiplicative decomposition a reader can check by hand (Holt–Winters' structure, with robust
@@ -6,18 +6,20 @@ profile estimates instead of smoothed seasonal indices):
 
 * **History in bins.** Observations are averaged into bins of ``bin_s`` (5 minutes); at most
   ``days_kept`` days are kept. Missing bins (the controller was down) stay missing.
-* **Profile** ``S(b)``: the median of the same time of day over the last ``profile_days`` days
-  (a holiday or a one-off surge on one day does not move a median of seven), blended with the
-  same time of the same weekday last week once a week of history exists (``weekly_weight``): that
-  is what knows a Saturday morning is not a Monday morning.
-* **Level** ``L``: how the recent past compares with its profile — the ratio observed / profile
-  over the last ``level_bins`` bins, most recent weighted most (``level_half_life_bins``). A
-  weekend, a holiday or growth shows up here within minutes.
-* **Trend**: the least-squares slope of that ratio over the same bins, damped (``trend_damping``)
-  and bounded, so a ramp the profile did not foresee (a surge building) is extrapolated a little.
-* **Forecast** for ``t + h``: ``S(bin(t + h)) × (L + damped slope × h)`` × the factor of any
-  known event (a launch at 18:00) covering ``t + h``. Observations made during a known event are
-  stored divided by its factor, so the event does not leak into the profile or the level.
+* **Level** ``L``: the recent past, the last ``level_bins`` bins and the one being filled, most
+  recent weighted most (``level_half_life_bins``). A weekend, a holiday or growth is in it at once.
+* **Seasonal growth** ``G``: how the target time compared with those same recent bins (same
+  weights) on past days — the median of that ratio over the last ``profile_days`` days (a holiday
+  or a one-off surge on one day does not move a median of seven), blended with last week's same
+  day once a week of history exists (``weekly_weight``): that is what knows a Saturday morning is
+  not a Monday morning. A ratio of the same day's bins cancels that day's level, so a quiet week
+  still teaches the shape of the morning ramp.
+* **Trend** ``T``: the least-squares slope of observed / typical (the median of the same time on
+  past days) over the recent bins, relative, damped (``trend_damping``) and bounded: a ramp the
+  past days did not show (a surge building) is extrapolated a little.
+* **Forecast** for ``t + h``: ``L × G × (1 + damped T × h)`` × the factor of any known event (a
+  launch at 18:00) covering ``t + h``. Observations made during a known event are stored divided
+  by its factor, so the event leaks into neither the level nor what later days learn.
 
 Until ``min_days`` of history exist there is no forecast (``None``): the caller's reactive path
 decides alone. Pure value type: ``observe`` returns a new forecaster; updates cost O(1) except
@@ -134,47 +136,75 @@ class SeasonalForecast:
         """The value expected at ``now + horizon_s``; None before ``min_days`` of history."""
         if not self.ready():
             return None
-        target = now + horizon_s
-        profile = self.profile(self._bin(target))
-        factor = self.level_and_trend(now, horizon_s)
-        if profile is None or factor is None:
+        cfg = self.config
+        now_bin, target = self._bin(now), now + horizon_s
+        recent = self._recent(now_bin)
+        if not recent:
             return None
-        return profile * factor * self._event_factor(target)
+        level = sum(w * v for _, v, w in recent) / sum(w for _, _, w in recent)
+        growth = self.growth([(b, w) for b, _, w in recent], self._bin(target))
+        if growth is None:
+            return None
+        trend = 1 + cfg.trend_damping * self._relative_slope(recent) * horizon_s
+        trend = min(max(trend, 1 / cfg.max_level), cfg.max_level)
+        return level * growth * trend * self._event_factor(target)
 
-    def profile(self, b: int) -> float | None:
-        """The seasonal profile of bin ``b``: a robust daily median blended with last week."""
+    def growth(self, recent: Sequence[tuple[int, float]], target_bin: int) -> float | None:
+        """How the target bin compared with the recent bins (same weights) on past days: the median
+        over the last ``profile_days`` days, blended with the same day last week."""
         cfg = self.config
         day = cfg.day_bins
-        daily = [v for d in range(1, cfg.profile_days + 1) if (v := self._value(b - d * day)) is not None]
+        by_day: dict[int, float] = {}
+        for d in range(1, max(cfg.profile_days, WEEK_DAYS) + 1):
+            future = self._value(target_bin - d * day)
+            past = [(self._value(b - d * day), w) for b, w in recent]
+            values = [(v, w) for v, w in past if v is not None]
+            if future is None or len(values) < len(past):
+                continue  # that day has a gap: it says nothing about the change
+            base = sum(v * w for v, w in values) / sum(w for _, w in values)
+            if base > 0:
+                by_day[d] = future / base
+        daily = [by_day[d] for d in range(1, cfg.profile_days + 1) if d in by_day]
         if not daily:
             return None
         median = statistics.median(daily)
-        last_week = self._value(b - WEEK_DAYS * day)
+        last_week = by_day.get(WEEK_DAYS)
         if last_week is None or cfg.weekly_weight == 0:
             return median
-        # last week's value is trusted within a factor of two of the median: a surge or an outage
-        # in last week's bin must not double this week's profile
+        # last week's change is trusted within a factor of two of the median: a surge or an outage
+        # in last week's bins must not double this week's forecast
         weekly = min(max(last_week, median / 2), median * 2)
         return (1 - cfg.weekly_weight) * median + cfg.weekly_weight * weekly
 
-    def level_and_trend(self, now: float, horizon_s: float) -> float | None:
-        """Recent observed / profile (weighted to the latest), plus its damped trend over the horizon."""
+    def profile(self, b: int) -> float | None:
+        """The typical value of bin ``b``: the median of the same time over the last days."""
         cfg = self.config
-        ratios: list[tuple[int, float]] = []
-        now_bin = self._bin(now)
+        day = cfg.day_bins
+        daily = [v for d in range(1, cfg.profile_days + 1) if (v := self._value(b - d * day)) is not None]
+        return statistics.median(daily) if daily else None
+
+    def _recent(self, now_bin: int) -> list[tuple[int, float, float]]:
+        """(bin, observed, weight) over the last ``level_bins`` bins and the one being filled."""
+        cfg = self.config
+        decay = math.pow(0.5, 1 / cfg.level_half_life_bins)
+        out = []
         for b in range(now_bin - cfg.level_bins, now_bin + 1):
             observed = self._value(b) if b != now_bin else self._current_mean()
-            expected = self.profile(b)
-            if observed is not None and expected is not None and expected > 0:
-                ratios.append((b, observed / expected))
-        if not ratios:
-            return None
-        decay = math.pow(0.5, 1 / cfg.level_half_life_bins)
-        weights = [math.pow(decay, now_bin - b) for b, _ in ratios]
-        level = sum(w * r for w, (_, r) in zip(weights, ratios, strict=True)) / sum(weights)
-        slope = _slope(ratios) / cfg.bin_s  # ratio per second
-        factor = level + cfg.trend_damping * slope * horizon_s
-        return min(max(factor, 1 / cfg.max_level), cfg.max_level)
+            if observed is not None:
+                out.append((b, observed, math.pow(decay, now_bin - b)))
+        return out
+
+    def _relative_slope(self, recent: Sequence[tuple[int, float, float]]) -> float:
+        """The trend the profile did not foresee: slope of observed / typical, relative, per second."""
+        ratios = []
+        for b, v, _ in recent:
+            typical = self.profile(b)
+            if typical is not None and typical > 0:
+                ratios.append((b, v / typical))
+        if len(ratios) < 3:
+            return 0.0
+        mean = sum(r for _, r in ratios) / len(ratios)
+        return 0.0 if mean <= 0 else _slope(ratios) / mean / self.config.bin_s
 
     # --- plumbing ---------------------------------------------------------------------------
 

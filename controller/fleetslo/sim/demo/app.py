@@ -32,6 +32,7 @@ from fleetslo.sim.demo.live import Demo
 from fleetslo.sim.demo.scenario import DemoOptions, build_scenario, shape_trace, trace_csv
 from fleetslo.sim.profile import EngineProfile
 from fleetslo.sim.report import render_report
+from fleetslo.sim.result_types import SimResult
 from fleetslo.sim.scenario import Scenario
 from fleetslo.sim.workload import Trace
 
@@ -99,12 +100,17 @@ def _judge(
         console.print("interrupted before the first request: nothing to judge", highlight=False)
         return status
     live = outcome.live_result(record, judged, options)
-    live["host"] = {**live["host"], "restarts": restarts}
+    live = replace(live, host={**(live.host or {}), "restarts": restarts})
     simulated, baseline = outcome.simulated_results(judged, options)
     notes = _notes(live, options, restarts)
     title = outcome.title(judged, options)
     command = simulate_command(paths, scenario, options, record.cut)
-    results = {"live": live, "simulated": simulated, "baseline": baseline, "simulate_command": command}
+    results = {
+        "live": live.to_dict(),
+        "simulated": simulated.to_dict(),
+        "baseline": baseline.to_dict(),
+        "simulate_command": command,
+    }
     (paths.files / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
     paths.report.write_text(render_report([live, simulated, baseline], title, notes), encoding="utf-8")
     console.print(f"report: {paths.report}   logs: {paths.logs}")
@@ -116,9 +122,9 @@ def _judge(
     return status
 
 
-def _notes(live: dict[str, Any], options: DemoOptions, restarts: list[dict[str, Any]]) -> list[str]:
+def _notes(live: SimResult, options: DemoOptions, restarts: list[dict[str, Any]]) -> list[str]:
     """What the report and the output say about how the run went (besides its numbers)."""
-    host = live.get("host") or {}
+    host = live.host or {}
     worst = ", ".join(f"{k} {v:g} ms" for k, v in (host.get("worst_lag_wall_ms") or {}).items())
     notes = [
         f"Host: kept up with {options.speedup:g}× real time — p90 lag of every part within "
@@ -127,10 +133,10 @@ def _notes(live: dict[str, Any], options: DemoOptions, restarts: list[dict[str, 
         f"{lag.PATIENCE} in a row); worst single lag: {worst or '—'}."
     ]
     notes += [f"Restarted: at {r['speedup']:g}× the host fell behind ({r['behind']})." for r in restarts]
-    if live.get("interrupted"):
-        until = live.get("judged_until_s")
+    if live.stop is not None and live.stop.interrupted:
+        until = live.stop.judged_until_s
         part = "every request had been sent" if until is None else f"judged up to simulated {until:.0f} s"
-        notes.append(f"Interrupted ({live.get('stopped_by')}): {part}; the simulations replay the same part.")
+        notes.append(f"Interrupted ({live.stop.stopped_by}): {part}; the simulations replay the same part.")
     return notes
 
 

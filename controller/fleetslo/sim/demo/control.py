@@ -30,7 +30,7 @@ from fleetslo.control.local.fleet import LocalFleet
 from fleetslo.control.loop import Binding, Controller
 from fleetslo.control.service import Actuators, make_fleet
 from fleetslo.control.sources.direct import DirectSource
-from fleetslo.core.spec import FleetSLO
+from fleetslo.core.spec import BatchActuator, FleetSLO
 from fleetslo.policy.registry import make_policy
 from fleetslo.sim.demo.lag import CONTROLLER, LagMeter
 from fleetslo.sim.runner import FleetSample, ScaleEvent
@@ -87,7 +87,11 @@ class ControlLoop:
         )
         self.metrics = ControllerMetrics()
         actuator = make_fleet(
-            slo, Actuators(fleet, gate=self.gate, marker=fleet), self.metrics, dry_run=False, drain=True
+            slo,
+            Actuators(fleet, {BatchActuator.GATE: self.gate}, self.gate, marker=fleet),
+            self.metrics,
+            dry_run=False,
+            drain=True,
         )
         auditor = RecordingAuditor(self.metrics, self._record)
         self.controller = Controller(

@@ -16,7 +16,7 @@ at the end. Judging and arithmetic only: no processes, no files.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -27,6 +27,7 @@ from fleetslo.sim.demo.lag import Behind
 from fleetslo.sim.demo.scenario import DemoOptions, average_sized
 from fleetslo.sim.records import SimRequest
 from fleetslo.sim.result import build_result
+from fleetslo.sim.result_types import BaselineTried, RunStop, SimResult
 from fleetslo.sim.runner import FleetSample, Run, ScaleEvent
 from fleetslo.sim.scenario import Scenario, run_policy
 from fleetslo.sim.traces import window
@@ -87,9 +88,9 @@ def judged_scenario(scenario: Scenario, record: LiveRecord) -> Scenario:
     )
 
 
-def live_result(record: LiveRecord, scenario: Scenario, options: DemoOptions) -> dict[str, Any]:
-    """The live run as a simulator result (``fleetslo.sim.result`` schema), over ``scenario``'s
-    requests (``judged_scenario``: the part that ran)."""
+def live_result(record: LiveRecord, scenario: Scenario, options: DemoOptions) -> SimResult:
+    """The live run as a simulator result (``fleetslo.sim.result``), over ``scenario``'s requests
+    (``judged_scenario``: the part that ran)."""
     requests = record.requests[: len(scenario.trace)]
     rejected = sum(1 for r in requests if r.rejected)
     in_flight = sum(1 for r in requests if r.finish is None and not r.rejected)
@@ -104,32 +105,30 @@ def live_result(record: LiveRecord, scenario: Scenario, options: DemoOptions) ->
         in_flight=in_flight,
         wall_seconds=record.wall_seconds,
     )
-    result = build_result(
+    judged = build_result(
         run,
         policy=LIVE,
         trace=scenario.trace_name,
         profile=scenario.profile,
         spec=scenario.spec,
-        extra=_extra(scenario, options),
     )
+    stop = None
     if record.stopped_by is not None:
-        result["interrupted"] = record.interrupted
-        result["stopped_by"] = record.stopped_by
-        result["judged_until_s"] = record.cut
-    result["host"] = record.host
-    return result
+        stop = RunStop(
+            interrupted=record.interrupted, stopped_by=record.stopped_by, judged_until_s=record.cut
+        )
+    return _with_settings(judged, scenario, options, stop=stop, host=record.host)
 
 
-def simulated_results(scenario: Scenario, options: DemoOptions) -> tuple[dict[str, Any], dict[str, Any]]:
+def simulated_results(scenario: Scenario, options: DemoOptions) -> tuple[SimResult, SimResult]:
     """The scenario replayed in the simulator: ``fleetslo``, and the best baseline (``best_baseline``)."""
     fleetslo = run_policy(scenario, make_policy("fleetslo", scenario.spec), label=SIMULATED)
-    fleetslo.update(_extra(scenario, options))
-    baseline = best_baseline(scenario)
-    baseline.update(_extra(scenario, options))
-    return fleetslo, baseline
+    return _with_settings(fleetslo, scenario, options), _with_settings(
+        best_baseline(scenario), scenario, options
+    )
 
 
-def best_baseline(scenario: Scenario) -> dict[str, Any]:
+def best_baseline(scenario: Scenario) -> SimResult:
     """What a team would otherwise run, at its best on this scenario: of the tuned ``BASELINES``
     and a static fleet sized for the average, the one with the most minutes meeting the SLO, then
     the most requests, then the fewest replica-hours. Its label says which and among how many."""
@@ -141,30 +140,41 @@ def best_baseline(scenario: Scenario) -> dict[str, Any]:
     candidates += [(label, scenario, make(scenario)) for label, make in BASELINES]
     results = [run_policy(sc, policy, label=label) for label, sc, policy in candidates]
     best = max(results, key=_rank)
-    best["policy"] = f"{best['policy']} · best of {len(results)} baselines · simulated"
-    best["baselines_tried"] = [
-        {k: r[k] for k in ("policy", "window_attainment", "request_attainment", "replica_hours")}
-        for r in results
-    ]
-    return best
+    return replace(
+        best,
+        policy=f"{best.policy} · best of {len(results)} baselines · simulated",
+        baselines_tried=tuple(
+            BaselineTried(r.policy, r.window_attainment, r.request_attainment, r.replica_hours)
+            for r in results
+        ),
+    )
 
 
-def _rank(result: dict[str, Any]) -> tuple[float, float, float]:
-    def value(key: str) -> float:
-        v = result.get(key)
-        return float(v) if isinstance(v, int | float) else -1.0
+def _rank(result: SimResult) -> tuple[float, float, float]:
+    def value(v: float | None) -> float:
+        return -1.0 if v is None else v
 
-    return value("window_attainment"), value("request_attainment"), -value("replica_hours")
+    return value(result.window_attainment), value(result.request_attainment), -result.replica_hours
 
 
-def _extra(scenario: Scenario, options: DemoOptions) -> dict[str, Any]:
-    return {
-        "initial_replicas": scenario.initial_replicas,
-        "cold_start_s": scenario.spec.replicas.cold_start,
-        "seed": scenario.seed,
-        "speedup": options.speedup,
-        "max_num_seqs": scenario.profile.max_num_seqs,  # the batch limit that means "no limit"
-    }
+def _with_settings(
+    result: SimResult,
+    scenario: Scenario,
+    options: DemoOptions,
+    *,
+    stop: RunStop | None = None,
+    host: Mapping[str, Any] | None = None,
+) -> SimResult:
+    return replace(
+        result,
+        initial_replicas=scenario.initial_replicas,
+        cold_start_s=scenario.spec.replicas.cold_start,
+        seed=scenario.seed,
+        speedup=options.speedup,
+        max_num_seqs=scenario.profile.max_num_seqs,  # the batch limit that means "no limit"
+        stop=stop if stop is not None else result.stop,
+        host=host if host is not None else result.host,
+    )
 
 
 def _share(value: float | None) -> str:
@@ -175,29 +185,32 @@ def _clock(seconds: float) -> str:
     return f"{int(seconds // 60)}:{int(seconds % 60):02d}"
 
 
-def verdict(live: dict[str, Any], baseline: dict[str, Any], span_s: float) -> str:
+def verdict(live: SimResult, baseline: SimResult, span_s: float) -> str:
     """One line: SLO attainment and replica-hours live, and what the best baseline would have done."""
 
-    def held(r: dict[str, Any]) -> str:
+    def held(r: SimResult) -> str:
         return (
-            f"{_share(r['window_attainment'])} of minutes ({_share(r['request_attainment'])} of requests) "
-            f"for {r['replica_hours']:.2f} replica-hours"
+            f"{_share(r.window_attainment)} of minutes ({_share(r.request_attainment)} of requests) "
+            f"for {r.replica_hours:.2f} replica-hours"
         )
 
-    name = str(baseline["policy"]).split(" · ")[0]
+    name = baseline.policy.split(" · ")[0]
     line = f"fleetslo held the SLO in {held(live)}; the best baseline, {name}: {held(baseline)}."
-    until = live.get("judged_until_s")
-    if live.get("interrupted"):
+    if live.stop is not None and live.stop.interrupted:
+        until = live.stop.judged_until_s
         part = "all of the trace" if until is None else f"the first {_clock(until)} of {_clock(span_s)}"
         return f"INTERRUPTED — judged on {part} (simulated), against the same part in the simulator: {line}"
     return line
 
 
-def agreement(live: dict[str, Any], simulated: dict[str, Any]) -> str:
+def agreement(live: SimResult, simulated: SimResult) -> str:
     """How the live run compares with its simulation, for the end of the output."""
-    keys = ("window_attainment", "request_attainment", "replica_hours")
-    parts = [f"{k.replace('_', ' ')} {_fmt(live[k])} live vs {_fmt(simulated[k])} simulated" for k in keys]
-    return "; ".join(parts)
+    pairs = (
+        ("window attainment", live.window_attainment, simulated.window_attainment),
+        ("request attainment", live.request_attainment, simulated.request_attainment),
+        ("replica hours", live.replica_hours, simulated.replica_hours),
+    )
+    return "; ".join(f"{name} {_fmt(a)} live vs {_fmt(b)} simulated" for name, a, b in pairs)
 
 
 def _fmt(value: float | None) -> str:

@@ -1,14 +1,14 @@
-"""The simulation report page: simulator result dicts in, one self-contained HTML document out.
+"""The simulation report page: simulator results in, one self-contained HTML document out.
 
-Reads the result schema ``fleetslo.sim.result.build_result`` writes (``windows`` per minute,
-``events`` per decision). Any value may be ``None``: it shows as a gap or "—", never as a zero. The
+Reads the ``SimResult`` that ``fleetslo.sim.result.build_result`` returns (``windows`` per minute,
+``events`` per decision). Any optional value may be ``None``: it shows as a gap or "—", never as a zero. The
 page has inline CSS and inline SVG only — no scripts, fonts or images from anywhere — so it opens from
 a CI artifact without a network. This module writes no files; the CLI does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -16,16 +16,17 @@ from typing import Any
 from fleetslo.sim.report.numbers import clock, duration, money, num, number, percent, seconds
 from fleetslo.sim.report.style import CSS
 from fleetslo.sim.report.svg import Chart, Line, Point, render_chart, render_strip, style
+from fleetslo.sim.result_types import ScaleEventRecord, SimResult, SLOTarget, WindowResult
 
-Result = Mapping[str, Any]
+Result = SimResult
 
 MAX_EVENTS_SHOWN = 300
 #: Short event lists are shown expanded; long ones stay folded so the page stays scannable.
 OPEN_EVENTS_UP_TO = 12
 
 
-def render_report(results: list[dict[str, Any]], title: str, notes: Sequence[str] = ()) -> str:
-    """One HTML page comparing ``results`` (one dict per run) under ``title``; ``notes`` are lines
+def render_report(results: Sequence[SimResult], title: str, notes: Sequence[str] = ()) -> str:
+    """One HTML page comparing ``results`` (one per run) under ``title``; ``notes`` are lines
     about how the runs went (the demo's host, an interruption), shown under the title."""
     labels = _labels(results)
     x_max = max((_end_minutes(r) for r in results), default=1.0) or 1.0
@@ -52,28 +53,30 @@ def render_report(results: list[dict[str, Any]], title: str, notes: Sequence[str
 
 def _labels(results: Sequence[Result]) -> list[str]:
     """Policy names, made unique with the trace name when one policy ran on several traces."""
-    names = [str(r.get("policy") or "run") for r in results]
+    names = [r.policy or "run" for r in results]
     out = []
     for name, r in zip(names, results, strict=True):
-        label = name if names.count(name) == 1 else f"{name} · {Path(str(r.get('trace') or '?')).name}"
+        label = name if names.count(name) == 1 else f"{name} · {Path(r.trace or '?').name}"
         out.append(label)
     return [label if out.count(label) == 1 else f"{label} #{i + 1}" for i, label in enumerate(out)]
 
 
 def _subtitle(results: Sequence[Result]) -> str:
-    def distinct(key: str) -> str:
-        values = sorted({str(r.get(key)) for r in results if r.get(key) is not None})
-        return ", ".join(values) or "—"
+    def distinct(values: Iterable[str]) -> str:
+        return ", ".join(sorted(set(values))) or "—"
 
-    slo = next((r.get("slo") for r in results if r.get("slo")), None) or {}
-    quantile = slo.get("quantile")
-    q = f"p{quantile * 100:g}" if isinstance(quantile, int | float) else "p90"
-    target = f"{q} TTFT ≤ {seconds(slo.get('ttft_s'))} · {q} TPOT ≤ {seconds(slo.get('tpot_s'))}"
-    items = (("Trace", distinct("trace")), ("Profile", distinct("profile")), ("Objectives", target))
+    slo = results[0].slo if results else None
+    q = f"p{slo.quantile * 100:g}" if slo else "p90"
+    target = f"{q} TTFT ≤ {seconds(slo and slo.ttft_s)} · {q} TPOT ≤ {seconds(slo and slo.tpot_s)}"
+    items = (
+        ("Trace", distinct(r.trace for r in results)),
+        ("Profile", distinct(r.profile for r in results)),
+        ("Objectives", target),
+    )
     return '<dl class="sub">' + "".join(f"<dt>{k}</dt><dd>{escape(v)}</dd>" for k, v in items) + "</dl>"
 
 
-#: (heading, key, formatter, which value is best: "max", "min" or "")
+#: (heading, ``SimResult`` field, formatter, which value is best: "max", "min" or "")
 _COLUMNS: tuple[tuple[str, str, Callable[[Any], str], str], ...] = (
     ("Windows meeting SLO", "window_attainment", percent, "max"),
     ("Requests meeting SLO", "request_attainment", percent, "max"),
@@ -107,12 +110,13 @@ def _summary(results: Sequence[Result], labels: Sequence[str]) -> str:
 
 
 def _summary_cell(r: Result, key: str, fmt: Callable[[Any], str], best: Mapping[str, float | None]) -> str:
-    is_best = key in best and num(r.get(key)) == best[key]
-    return f'<td class="best">{fmt(r.get(key))}</td>' if is_best else f"<td>{fmt(r.get(key))}</td>"
+    value = getattr(r, key)
+    is_best = key in best and num(value) == best[key]
+    return f'<td class="best">{fmt(value)}</td>' if is_best else f"<td>{fmt(value)}</td>"
 
 
 def _best(results: Sequence[Result], key: str, how: str) -> float | None:
-    values = [v for r in results if (v := num(r.get(key))) is not None]
+    values = [v for r in results if (v := num(getattr(r, key))) is not None]
     if not values:
         return None
     return max(values) if how == "max" else min(values)
@@ -127,7 +131,7 @@ def _comparison(results: Sequence[Result], labels: Sequence[str], x_max: float) 
         f'stroke-dasharray="{d}"/></svg>{escape(label)}</li>'
         for label, (c, d) in ((label, style(i)) for i, label in enumerate(labels))
     )
-    slo = next((r.get("slo") for r in results if r.get("slo")), None) or {}
+    slo = results[0].slo
     charts = [
         _figure(
             "Arrival rate",
@@ -169,19 +173,18 @@ def _figure(title: str, caption: str, svg: str) -> str:
     return f"<figure><figcaption><b>{escape(title)}</b> {escape(caption)}</figcaption>{svg}</figure>"
 
 
-def _windows(r: Result) -> list[Mapping[str, Any]]:
-    windows = r.get("windows") or []
-    return [w for w in windows if isinstance(w, Mapping)]
+def _windows(r: Result) -> Sequence[WindowResult]:
+    return r.windows
 
 
 def _mid(r: Result, key: str) -> list[Point]:
-    """(window midpoint in minutes, value) for a per-window quantity."""
-    return [(_minutes_of(w) + 0.5, num(w.get(key))) for w in _windows(r)]
+    """(window midpoint in minutes, value) for a per-window quantity (a ``WindowResult`` field)."""
+    return [(_minutes_of(w) + 0.5, num(getattr(w, key))) for w in _windows(r)]
 
 
 def _steps(r: Result, key: str, x_max: float) -> list[Point]:
     """(window start in minutes, value), held to the end of the chart: counts change in steps."""
-    points = [(_minutes_of(w), num(w.get(key))) for w in _windows(r)]
+    points = [(_minutes_of(w), num(getattr(w, key))) for w in _windows(r)]
     if points and points[-1][1] is not None:
         points.append((min(x_max, points[-1][0] + 1.0), points[-1][1]))
     return points
@@ -197,7 +200,7 @@ def _lines(
 
 def _shared(results: Sequence[Result], key: str) -> bool:
     """Whether every run has the same per-window ``key`` (then one grey line stands for all)."""
-    series = [[w.get(key) for w in _windows(r)] for r in results]
+    series = [[getattr(w, key) for w in _windows(r)] for r in results]
     return len(series) > 1 and all(s == series[0] for s in series)
 
 
@@ -250,20 +253,20 @@ def _replicas_chart(results: Sequence[Result], labels: Sequence[str], x_max: flo
 
 
 def _strip(results: Sequence[Result], labels: Sequence[str], x_max: float) -> str:
-    rows = [(label, [w.get("met") for w in _windows(r)]) for r, label in zip(results, labels, strict=True)]
+    rows = [(label, [w.met for w in _windows(r)]) for r, label in zip(results, labels, strict=True)]
     return render_strip(rows, x_max, 1.0)
 
 
 def _latency(
-    results: Sequence[Result], labels: Sequence[str], x_max: float, kind: str, slo: Mapping[str, Any]
+    results: Sequence[Result], labels: Sequence[str], x_max: float, kind: str, slo: SLOTarget
 ) -> str:
     key = f"p90_{kind}_s"
-    target = num(slo.get(f"{kind}_s"))
+    target = slo.ttft_s if kind == "ttft" else slo.tpot_s
     overflow = [
         (_minutes_of(w) + 0.5, style(i)[0])
         for i, r in enumerate(results)
         for w in _windows(r)
-        if kind == "ttft" and w.get(key) is None and w.get("met") is False
+        if kind == "ttft" and w.p90_ttft_s is None and w.met is False
     ]
     chart = Chart(
         f"p90 {kind.upper()}",
@@ -285,7 +288,7 @@ def _queue(results: Sequence[Result], labels: Sequence[str], x_max: float) -> st
 
 def _no_limit(results: Sequence[Result]) -> float | None:
     """The batch limit that means "no limit": the engine's ``max_num_seqs`` where the results say it."""
-    known = [v for r in results if (v := num(r.get("max_num_seqs"))) is not None]
+    known = [r.max_num_seqs for r in results if r.max_num_seqs is not None]
     return min(known) if known else None
 
 
@@ -307,12 +310,12 @@ def _batch(results: Sequence[Result], labels: Sequence[str], x_max: float) -> st
 def _run_section(r: Result, label: str, index: int, x_max: float) -> str:
     color, _ = style(index)
     facts = (
-        ("windows meeting SLO", percent(r.get("window_attainment"))),
-        ("trace", str(r.get("trace") or "—")),
-        ("profile", str(r.get("profile") or "—")),
-        ("simulated", duration(num(r.get("sim_seconds")))),
-        ("wall time", seconds(num(r.get("wall_seconds")))),
-        ("in flight at end", number(r.get("in_flight_at_end"), 0)),
+        ("windows meeting SLO", percent(r.window_attainment)),
+        ("trace", r.trace or "—"),
+        ("profile", r.profile or "—"),
+        ("simulated", duration(r.sim_seconds)),
+        ("wall time", seconds(r.wall_seconds)),
+        ("in flight at end", number(r.in_flight_at_end, 0)),
     )
     chart = render_chart(
         Chart(f"{label}: replicas", "replicas", _replica_lines(r, label, index, x_max), x_max, height=190)
@@ -324,14 +327,14 @@ def _run_section(r: Result, label: str, index: int, x_max: float) -> str:
 
 
 def _events(r: Result) -> str:
-    events = [e for e in (r.get("events") or []) if isinstance(e, Mapping)]
+    events = r.events
     if not events:
         return '<p class="note">No decision moved a knob.</p>'
     rows = "".join(_event_row(e) for e in events[:MAX_EVENTS_SHOWN])
     more = len(events) - MAX_EVENTS_SHOWN
     note = f'<p class="note">{more} more decisions not shown.</p>' if more > 0 else ""
     # The same count as the summary's "Replica changes", and the rest named for what they are.
-    replicas = sum(1 for e in events if e.get("replicas_from") != e.get("replicas_to"))
+    replicas = sum(1 for e in events if e.replicas_from != e.replicas_to)
     counts = f"{replicas} replica changes, {len(events) - replicas} batch-limit changes only"
     head = "".join(
         f"<th>{h}</th>" for h in ("time (h:mm:ss)", "replicas", "batch limit", "reason", "message")
@@ -344,22 +347,22 @@ def _events(r: Result) -> str:
     )
 
 
-def _event_row(e: Mapping[str, Any]) -> str:
-    before, after = number(e.get("replicas_from"), 0), number(e.get("replicas_to"), 0)
-    arrow = "up" if (num(e.get("replicas_to")) or 0) > (num(e.get("replicas_from")) or 0) else "down"
+def _event_row(e: ScaleEventRecord) -> str:
+    before, after = number(e.replicas_from, 0), number(e.replicas_to, 0)
+    arrow = "up" if e.replicas_to > e.replicas_from else "down"
     return (
-        f'<tr><td>{clock(num(e.get("t_s")))}</td><td class="{arrow}">{before} → {after}</td>'
-        f"<td>{number(e.get('batch_limit'), 0)}</td>"
-        f"<td><code>{escape(str(e.get('reason') or '—'))}</code></td>"
-        f"<td>{escape(str(e.get('message') or ''))}</td></tr>"
+        f'<tr><td>{clock(e.t_s)}</td><td class="{arrow}">{before} → {after}</td>'
+        f"<td>{number(e.batch_limit, 0)}</td>"
+        f"<td><code>{escape(e.reason or '—')}</code></td>"
+        f"<td>{escape(e.message or '')}</td></tr>"
     )
 
 
-def _minutes_of(w: Mapping[str, Any]) -> float:
-    return (num(w.get("start_s")) or 0.0) / 60.0
+def _minutes_of(w: WindowResult) -> float:
+    return w.start_s / 60.0
 
 
 def _end_minutes(r: Result) -> float:
     starts = [_minutes_of(w) + 1.0 for w in _windows(r)]
-    sim = (num(r.get("sim_seconds")) or 0.0) / 60.0
+    sim = r.sim_seconds / 60.0
     return max([sim, *starts])

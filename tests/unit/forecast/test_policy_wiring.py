@@ -1,0 +1,37 @@
+"""The fleetslo policy's RateForecast: foresight over the reactive trend, off when seasonal is None."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from fleetslo.policy.fleetslo.forecast import RateForecast
+
+DAY = 86_400.0
+
+
+def ramp(t: float) -> float:
+    """A morning ramp: 5 req/s at night, 50 at 10:00, steepest around 07:00."""
+    return 5.0 + 45.0 / (1 + math.exp(-(((t % DAY) / 3600.0) - 7.0) * 1.5))
+
+
+def test_the_seasonal_forecast_sees_the_ramp_a_cold_start_ahead() -> None:
+    history = [(t, ramp(t)) for t in (k * 60.0 for k in range(int(7 * DAY / 60)))]
+    now = 7 * DAY + 6.5 * 3600
+    forecast = RateForecast().bootstrapped(history)
+    for t in (now - 120, now - 60, now):
+        forecast = forecast.update(t, ramp(t), keep_s=600)
+    current = ramp(now)
+    foreseen = forecast.ahead(300.0, current, now - 300, damping=0.5, max_growth=1.5)
+    assert foreseen == pytest.approx(ramp(now + 300), rel=0.02)
+    assert foreseen > current * 1.05
+    blind = RateForecast(forecast.samples, None)  # foresight off: the trend alone, as before
+    assert blind.ahead(300.0, current, now - 300, damping=0.5, max_growth=1.5) < foreseen
+
+
+def test_without_history_the_reactive_trend_decides() -> None:
+    forecast = RateForecast()
+    for t in (0.0, 60.0, 120.0):
+        forecast = forecast.update(t, 10.0, keep_s=600)
+    assert forecast.seasonal_ahead(300.0) is None
+    assert forecast.ahead(300.0, 10.0, -1.0, damping=0.5, max_growth=1.5) == pytest.approx(10.0)

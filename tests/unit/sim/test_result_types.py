@@ -1,0 +1,81 @@
+"""The typed result serialises to exactly the JSON the dict-built result had (the contract of
+``fleetslo simulate --json``, ``results.json`` and the report).
+
+``golden_result.json`` was written by the dict-building ``build_result`` (before the typed result)
+on the run below; only ``wall_seconds`` varies between runs, so the golden file holds a marker
+there and the test checks it is present and a number.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from fleetslo.policy.registry import make_policy
+from fleetslo.sim.result_types import BaselineTried, RunStop, SimResult
+from fleetslo.sim.scenario import Scenario, run_policy
+from fleetslo.sim.traces import lognormal_tokens, step_spike
+
+from tests.unit.sim.sim_support import spec_for, tiny_profile
+
+GOLDEN = Path(__file__).with_name("golden_result.json")
+
+
+def _golden_run() -> SimResult:
+    profile = tiny_profile()
+    spec = spec_for(profile, ttft_s=0.5, tpot_s=0.02, cold_start_s=60.0)
+    trace = step_spike(
+        10.0, 300.0, lognormal_tokens(300, 60, 0.8), spike_at_s=120, spike_duration_s=90, factor=3, seed=7
+    )
+    scenario = Scenario(
+        trace=trace, trace_name="golden spike", profile=profile, spec=spec, initial_replicas=1, seed=7
+    )
+    return run_policy(scenario, make_policy("fleetslo", spec))
+
+
+def test_to_dict_is_todays_json_on_a_deterministic_run() -> None:
+    result = _golden_run()
+    golden: dict[str, Any] = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    produced: dict[str, Any] = json.loads(json.dumps(result.to_dict()))
+    assert isinstance(produced["wall_seconds"], float)
+    produced["wall_seconds"] = golden["wall_seconds"]
+    assert result.scale_events > 0 and result.windows  # the run exercises events and windows
+    assert list(produced) == list(golden)  # same keys, same order
+    assert produced == golden
+
+
+def test_optional_fields_are_absent_until_set_and_flat_where_they_were() -> None:
+    base = _golden_run()
+    bare = replace(base, initial_replicas=None, cold_start_s=None, seed=None)
+    assert not {"initial_replicas", "cold_start_s", "seed", "speedup", "host", "stopped_by"} & set(
+        bare.to_dict()
+    )
+    demo = replace(
+        base,
+        speedup=4.0,
+        max_num_seqs=64,
+        stop=RunStop(interrupted=True, stopped_by="SIGINT", judged_until_s=None),
+        host={"kept_up": True},
+        baselines_tried=(BaselineTried("static ×2", 0.5, None, 1.25),),
+    )
+    out = demo.to_dict()
+    # the demo's keys follow the run's, the stop's flat at the top level as the demo wrote them
+    assert list(out)[list(out).index("events") + 1 :] == [
+        "initial_replicas",
+        "cold_start_s",
+        "seed",
+        "speedup",
+        "max_num_seqs",
+        "interrupted",
+        "stopped_by",
+        "judged_until_s",
+        "host",
+        "baselines_tried",
+    ]
+    assert out["interrupted"] is True and out["stopped_by"] == "SIGINT" and out["judged_until_s"] is None
+    assert out["host"] == {"kept_up": True} and out["speedup"] == 4.0 and out["max_num_seqs"] == 64
+    assert out["baselines_tried"] == [
+        {"policy": "static ×2", "window_attainment": 0.5, "request_attainment": None, "replica_hours": 1.25}
+    ]
