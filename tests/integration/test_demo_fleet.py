@@ -103,7 +103,7 @@ def test_the_gate_and_the_engine_measure_latency_in_one_clock(tmp_path: Path) ->
     adds the real path (loopback hops, a 2000-token prompt to parse: ~10 ms of wall time, 0.2 s
     simulated at 20×) to the engine's ~0.1 s. In the wrong clock both would be 20× too small."""
     spec = make_spec(builtin_profile(PROFILE), cold_start_s=20.0, name="demo")
-    (tmp_path / "token").write_text("s3cret")
+    (tmp_path / "token").write_text("s3cret-s3cret-s3cret")
     recipe = ReplicaRecipe(
         profile=PROFILE, model_name=spec.target.model_name, speedup=SPEEDUP, cold_start_s=0.0,
         token_file=tmp_path / "token", log_dir=tmp_path, slo_ttft_s=2.0, slo_tpot_s=0.05, max_inflight=64,

@@ -23,7 +23,7 @@ from fleetslo.sidecar.gpu import backends as gpu_backends
 
 _EXPORTER_KEYS = (
     "vllm_url", "listen", "interval", "timeout", "windows", "slo_ttft", "slo_tpot",
-    "otlp_endpoint", "otlp_interval",
+    "otlp_endpoint", "otlp_interval", "max_page_bytes",
 )  # fmt: skip
 
 
@@ -38,6 +38,7 @@ def _configure_exporter(p: argparse.ArgumentParser) -> None:
     p.add_argument("--slo-tpot", dest="slo_tpot", help="TPOT threshold for SLO attainment, e.g. 50ms")
     p.add_argument("--otlp-endpoint", dest="otlp_endpoint", help="also push signals over OTLP/HTTP here")
     p.add_argument("--otlp-interval", dest="otlp_interval", help="OTLP export interval (default 15s)")
+    p.add_argument("--max-page-bytes", dest="max_page_bytes", help="largest vLLM page read (default 16MiB)")
     p.add_argument(
         "--gpu-backend",
         dest="gpu_backend",
@@ -69,6 +70,11 @@ _GATE_FLAGS = (
     ("--gate-admin-listen", "admin API address (default 127.0.0.1:8081; off without --admin-token-file)"),
     ("--admin-token-file", "file holding the admin API's bearer token (a mounted Secret)"),
     ("--gate-max-body", "largest request body, e.g. 10MiB (default 10MiB)"),
+    ("--gate-header-timeout", "time a connection has to send a whole request (default 15s)"),
+    ("--gate-body-timeout", "time a request body has to arrive, else 408 (default 30s)"),
+    ("--gate-max-pending-bodies", "request bodies held before admission at most (default 2048)"),
+    ("--gate-max-pending-bytes", "bytes of request bodies held before admission at most (default 128MiB)"),
+    ("--gate-served-model-name", "model_name of the gate's series before the first scrape names it"),
     ("--gate-time-scale", "upstream seconds per wall second (default 1; a sim-server's --speedup)"),
 )
 
@@ -98,7 +104,9 @@ def _gpu_options(options: dict[str, Any], environ: Mapping[str, str]) -> dict[st
 _GATE_KEYS = {"gate_listen": "listen", "gate_upstream": "upstream", "gate_max_inflight": "max_inflight",
               "gate_max_queue": "max_queue", "gate_queue_timeout": "queue_timeout",
               "gate_admin_listen": "admin_listen", "gate_max_body": "max_body",
-              "gate_time_scale": "time_scale"}  # fmt: skip
+              "gate_header_timeout": "header_timeout", "gate_body_timeout": "body_timeout",
+              "gate_max_pending_bodies": "max_pending_bodies", "gate_max_pending_bytes": "max_pending_bytes",
+              "gate_served_model_name": "served_model_name", "gate_time_scale": "time_scale"}  # fmt: skip
 
 
 def _gate_options(options: dict[str, Any]) -> dict[str, Any] | None:

@@ -38,6 +38,8 @@ log = logging.getLogger("fleetslo.exporter")
 #: On SIGTERM, how long the gate lets in-flight requests finish before the process exits; keep the
 #: pod's terminationGracePeriodSeconds above it.
 GATE_SHUTDOWN_GRACE = 25.0
+#: Seconds a connection to ``/metrics`` may sit idle or half-sent before it is closed.
+SERVER_IDLE_TIMEOUT = 30.0
 #: At most one "scrape failed" warning per this many seconds (the rest at debug level): a vLLM
 #: that takes minutes to start must not write a warning per scrape interval.
 SCRAPE_WARNING_EVERY_S = 30.0
@@ -149,7 +151,9 @@ class Sidecar:
         app.router.add_get("/healthz", self._healthz)
         app.router.add_get("/readyz", self._readyz)
         app.router.add_get("/vllm/metrics", self._raw)
-        self._runner = web.AppRunner(app, access_log=None)
+        # An idle or half-sent connection is closed after 30 s (aiohttp's default is an hour), so
+        # slow clients cannot pile up on the port Prometheus scrapes.
+        self._runner = web.AppRunner(app, access_log=None, keepalive_timeout=SERVER_IDLE_TIMEOUT)
         await self._runner.setup()
         host, port = parse_listen(self.settings.listen)
         site = web.TCPSite(self._runner, host, port)

@@ -122,8 +122,10 @@ class GateServerSettings(Frozen):
     #: A request body must arrive within this long, else 408.
     body_timeout: PositiveDuration = 30.0
     #: Bodies held at once (being read, or waiting in the queue) at most, by count and by bytes;
-    #: past either, 503 ``busy``. The bytes bound keeps the sidecar inside its memory limit.
-    max_pending_bodies: int = Field(default=256, ge=1, le=100_000)
+    #: past either, 503 ``busy``. The count is above the default queue (1024) so a full queue of
+    #: small requests is never refused for it; the bytes bound keeps the sidecar inside its
+    #: memory limit.
+    max_pending_bodies: int = Field(default=2048, ge=1, le=100_000)
     max_pending_bytes: ByteSize = Field(default=128 * 1024**2, ge=1024**2, le=64 * 1024**3)
     #: The served model name, for the ``model_name`` label before the first scrape names it.
     served_model_name: str | None = None

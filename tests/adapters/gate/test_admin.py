@@ -13,7 +13,7 @@ from fleetslo.sidecar.gate.testing import FakeOpenAIUpstream
 
 from tests.adapters.gate.harness import TOKEN, chat, running
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [pytest.mark.asyncio, pytest.mark.virtual_time]
 
 
 async def test_without_a_token_configured_there_is_no_admin_listener() -> None:

@@ -18,7 +18,7 @@ from yarl import URL
 
 from tests.adapters.gate.harness import chat, completion, running
 
-pytestmark = pytest.mark.asyncio
+pytestmark = [pytest.mark.asyncio, pytest.mark.virtual_time]
 
 
 async def test_every_stream_through_the_gate_is_byte_identical_to_the_direct_one() -> None:
@@ -90,12 +90,16 @@ async def test_a_full_queue_answers_503_with_retry_after_and_an_openai_error() -
 
 
 async def test_a_request_that_waits_longer_than_the_queue_timeout_gets_503() -> None:
-    async with running(FakeOpenAIUpstream(first_token_delay=0.5), max_inflight=1, queue_timeout=0.05) as rig:
+    # Real-scale times (a 45 s answer, the default 30 s queue timeout) on the virtual clock.
+    async with running(FakeOpenAIUpstream(first_token_delay=45.0), max_inflight=1) as rig:
         first = asyncio.create_task(rig.post("/v1/completions", completion(1)))
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(1.0)
+        loop = asyncio.get_running_loop()
+        asked = loop.time()
         status, body = await rig.post("/v1/completions", completion(1))
         assert status == 503
         assert json.loads(body)["error"]["code"] == "queue_timeout"
+        assert loop.time() - asked == pytest.approx(30.0, abs=0.1)
         assert (await first)[0] == 200
         assert rig.gate.admission.queued == 0
 

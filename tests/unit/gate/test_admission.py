@@ -16,6 +16,7 @@ async def settle() -> None:
 
 
 @pytest.mark.asyncio
+@pytest.mark.virtual_time
 async def test_requests_under_the_limit_are_admitted_at_once() -> None:
     a = Admission(limit=2, max_queue=10)
     await a.acquire(1.0)
@@ -24,6 +25,7 @@ async def test_requests_under_the_limit_are_admitted_at_once() -> None:
 
 
 @pytest.mark.asyncio
+@pytest.mark.virtual_time
 async def test_waiters_are_admitted_in_arrival_order_as_slots_free_up() -> None:
     a = Admission(limit=1, max_queue=10)
     await a.acquire(1.0)
@@ -45,6 +47,7 @@ async def test_waiters_are_admitted_in_arrival_order_as_slots_free_up() -> None:
 
 
 @pytest.mark.asyncio
+@pytest.mark.virtual_time
 async def test_a_new_arrival_does_not_overtake_the_queue_when_a_slot_frees() -> None:
     a = Admission(limit=1, max_queue=10)
     await a.acquire(1.0)
@@ -58,6 +61,7 @@ async def test_a_new_arrival_does_not_overtake_the_queue_when_a_slot_frees() -> 
 
 
 @pytest.mark.asyncio
+@pytest.mark.virtual_time
 async def test_a_full_queue_rejects_at_once() -> None:
     a = Admission(limit=1, max_queue=1)
     await a.acquire(1.0)
@@ -70,6 +74,7 @@ async def test_a_full_queue_rejects_at_once() -> None:
 
 
 @pytest.mark.asyncio
+@pytest.mark.virtual_time
 async def test_max_queue_zero_rejects_as_soon_as_the_limit_is_reached() -> None:
     a = Admission(limit=1, max_queue=0)
     await a.acquire(1.0)
@@ -78,6 +83,7 @@ async def test_max_queue_zero_rejects_as_soon_as_the_limit_is_reached() -> None:
 
 
 @pytest.mark.asyncio
+@pytest.mark.virtual_time
 async def test_a_waiter_past_its_timeout_is_rejected_and_leaves_the_queue() -> None:
     a = Admission(limit=1, max_queue=5)
     await a.acquire(1.0)
@@ -88,6 +94,7 @@ async def test_a_waiter_past_its_timeout_is_rejected_and_leaves_the_queue() -> N
 
 
 @pytest.mark.asyncio
+@pytest.mark.virtual_time
 async def test_raising_the_limit_admits_waiters_immediately() -> None:
     a = Admission(limit=1, max_queue=10)
     await a.acquire(1.0)
@@ -103,6 +110,7 @@ async def test_raising_the_limit_admits_waiters_immediately() -> None:
 
 
 @pytest.mark.asyncio
+@pytest.mark.virtual_time
 async def test_lowering_the_limit_admits_nobody_until_in_flight_falls_under_it() -> None:
     a = Admission(limit=3, max_queue=10)
     for _ in range(3):
@@ -119,6 +127,7 @@ async def test_lowering_the_limit_admits_nobody_until_in_flight_falls_under_it()
 
 
 @pytest.mark.asyncio
+@pytest.mark.virtual_time
 async def test_a_cancelled_waiter_leaves_the_queue_and_a_granted_then_cancelled_one_frees_its_slot() -> None:
     a = Admission(limit=1, max_queue=10)
     await a.acquire(1.0)
@@ -135,6 +144,7 @@ async def test_a_cancelled_waiter_leaves_the_queue_and_a_granted_then_cancelled_
 
 
 @pytest.mark.asyncio
+@pytest.mark.virtual_time
 async def test_drain_refuses_arrivals_serves_the_queue_and_reports_idle() -> None:
     a = Admission(limit=1, max_queue=10)
     await a.acquire(1.0)
@@ -202,6 +212,7 @@ def _admitted_before_lowering(steps: list[tuple[str, int]]) -> int:
 
 
 @pytest.mark.asyncio
+@pytest.mark.virtual_time
 async def test_a_slot_freed_while_the_oldest_waiter_is_being_cancelled_goes_to_the_next_one() -> None:
     # Issue 15 defect 1: the oldest waiter's client hung up (its task is cancelled, so its future
     # is cancelled at once) and a slot frees before that task runs. Handing the slot to the

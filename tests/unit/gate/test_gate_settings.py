@@ -115,3 +115,18 @@ def test_a_missing_or_empty_token_file_turns_the_admin_api_off_with_a_warning(
         options = gate_options(["--gate-listen", ":8080", "--admin-token-file", str(path)])
     assert options is not None and options["admin_token"] is None
     assert "admin API stays off" in caplog.text
+
+
+def test_the_port_bounds_come_from_flags_with_safe_defaults() -> None:
+    s = load(GateServerSettings, {"listen": ":8080", "upstream": "http://x:1"})
+    assert (s.header_timeout, s.body_timeout, s.max_pending_bodies, s.max_pending_bytes) == (
+        15.0, 30.0, 2048, 128 * 1024**2,
+    )  # fmt: skip
+    flags = ["--gate-listen", ":8080", "--gate-header-timeout", "5s", "--gate-body-timeout", "10s",
+             "--gate-max-pending-bodies", "32", "--gate-max-pending-bytes", "64MiB",
+             "--gate-served-model-name", "llama"]  # fmt: skip
+    options = gate_options(flags)
+    assert options is not None
+    s = load(GateServerSettings, options)
+    got = (s.header_timeout, s.body_timeout, s.max_pending_bodies, s.max_pending_bytes, s.served_model_name)
+    assert got == (5.0, 10.0, 32, 64 * 1024**2, "llama")

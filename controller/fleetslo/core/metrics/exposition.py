@@ -68,7 +68,7 @@ class _BoundedCache(Generic[K, V]):
         if found is not None:
             return found
         value = self.compute(key)
-        cost = self.size(key) + 64
+        cost = 3 * self.size(key) + 200  # the key, the value built from it, and the dict slot
         if cost <= self.max_bytes // 16:  # a huge key is computed, never kept
             if self.bytes + cost > self.max_bytes:
                 self._items.clear()

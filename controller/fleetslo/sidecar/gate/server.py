@@ -105,9 +105,13 @@ class Gate:
         # upstream connection, which makes vLLM abort the request.
         # keepalive_timeout: aiohttp closes a connection that has not sent a whole request this
         # long after it opened or after its last answer, which bounds slow headers too.
+        # lingering_time: after answering a body it stopped reading (408, 413, 503 busy), aiohttp
+        # drains the rest for this long before closing; its default 10 s would hold the slow
+        # client's connection, the very thing the timeouts are there to stop.
         runner = web.AppRunner(
-            app, access_log=None, handler_cancellation=True, keepalive_timeout=self.settings.header_timeout
-        )
+            app, access_log=None, handler_cancellation=True,
+            keepalive_timeout=self.settings.header_timeout, lingering_time=1.0,
+        )  # fmt: skip
         await runner.setup()
         self._runners.append(runner)
         host, port = parse_listen(listen)
