@@ -218,6 +218,22 @@ class FakeSource:
             return self.fn(slo, replicas, batch_limit, now)
         return Observation(slo.metadata.name, now, 60.0, replicas, batch_limit=batch_limit)
 
+    @classmethod
+    def whole(cls) -> FakeSource:
+        """A source whose every ready replica reported fresh data (no signals in it): enough for the
+        loop's scale-down guard, so a scripted policy's scale-down goes through."""
+        return cls(
+            lambda slo, replicas, batch_limit, now: Observation(
+                slo.metadata.name,
+                now,
+                60.0,
+                replicas,
+                batch_limit=batch_limit,
+                replicas_reporting=replicas.ready,
+                data_age=5.0,
+            )
+        )
+
 
 class FakeReplicaActuator:
     """Replicas in memory: ``scale`` sets the desired count, ``settle()`` makes it all ready.

@@ -88,7 +88,7 @@ def test_a_controller_that_loses_the_lease_during_a_drain_never_writes_the_scale
 
     drainer = SlowDrainer(thirty_seconds_pass)
     fleet = FleetActuator(KubeReplicaActuator(Workloads(kapi.client())), drainer=drainer)
-    controller = Controller([Binding(make_slo("qwen"), Fixed(), FakeSource(), fleet)],
+    controller = Controller([Binding(make_slo("qwen"), Fixed(), FakeSource.whole(), fleet)],
                             Auditor(metrics := ControllerMetrics()), leader=a)  # fmt: skip
     assert a.step() and not b.step()
     assert controller.tick_target("qwen", clock()) == Outcome.FOLLOWER
@@ -159,7 +159,7 @@ def test_a_concurrent_scale_during_a_drain_is_re_planned_never_overwritten(kapi:
 
     drainer = SlowDrainer(someone_scales_to_twelve)
     fleet = FleetActuator(KubeReplicaActuator(Workloads(kapi.client())), drainer=drainer)
-    controller = Controller([Binding(make_slo("qwen"), Fixed(), FakeSource(), fleet)],
+    controller = Controller([Binding(make_slo("qwen"), Fixed(), FakeSource.whole(), fleet)],
                             Auditor(ControllerMetrics()), leader=_Always())  # fmt: skip
     assert controller.tick_target("qwen", 0.0) == Outcome.DECIDED
     # First plan (8 -> 4, drained 4) refused; the re-plan from 12 drains 8 and writes 4.

@@ -48,12 +48,12 @@ def test_prefill_heavy_traffic_costs_what_reacting_costs_not_more() -> None:
     minute's exact need as it ends, with the headroom that reaches fleetslo's attainment, pays
     about 36-40. fleetslo must stay within 10 % of that at no worse attainment than 0.9."""
     sc, result, _, plan = replayed(PREFILL_HEAVY)
-    assert result["window_attainment"] >= 0.9
+    assert result.window_attainment >= 0.9
     for headroom in (0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0):
         frontier = oracle.no_foresight(sc, plan, headroom, memory_minutes=1)
-        if frontier["window_attainment"] >= result["window_attainment"]:
+        if frontier.window_attainment >= result.window_attainment:
             break
-    assert result["replica_hours"] <= 1.10 * frontier["replica_hours"]
+    assert result.replica_hours <= 1.10 * frontier.replica_hours
 
 
 def test_after_a_3x_step_the_batch_limit_is_released_once_the_new_replicas_serve() -> None:
@@ -65,5 +65,5 @@ def test_after_a_3x_step_the_batch_limit_is_released_once_the_new_replicas_serve
 def test_after_a_3x_step_the_targets_are_met_again_within_a_cold_start_and_five_minutes() -> None:
     sc, result, _, _ = replayed(STEP)
     assert STEP.step_at_s is not None
-    bad = [w["start_s"] for w in result["windows"] if w["start_s"] >= STEP.step_at_s and w["met"] is False]
+    bad = [w.start_s for w in result.windows if w.start_s >= STEP.step_at_s and w.met is False]
     assert all(t + 60.0 <= STEP.step_at_s + sc.spec.replicas.cold_start + 300.0 for t in bad), bad
