@@ -130,15 +130,12 @@ def _gate_options(options: dict[str, Any]) -> dict[str, Any] | None:
 def _run_exporter(args: argparse.Namespace) -> int:
     from fleetslo.core.config import load
     from fleetslo.sidecar.app import run_exporter
-    from fleetslo.sidecar.gpu.settings import GpuSettings
-    from fleetslo.sidecar.settings import ExporterSettings, GateServerSettings
+    from fleetslo.sidecar.root import SidecarSettings
 
     options = merged_options(args, (*_EXPORTER_KEYS, *_GPU_KEYS, *_GATE_KEYS, "admin_token_file"))
-    gpu = load(GpuSettings, _gpu_options(options, os.environ), "gpu settings")
-    gate_options = _gate_options(options)
-    gate = None if gate_options is None else load(GateServerSettings, gate_options, "gate settings")
-    settings = load(ExporterSettings, options, "exporter settings")
-    return run_exporter(settings, gpu, gate)
+    gpu, gate = _gpu_options(options, os.environ), _gate_options(options)
+    root = load(SidecarSettings, {"exporter": options, "gpu": gpu, "gate": gate}, "sidecar settings")
+    return run_exporter(root.exporter, root.gpu, root.gate)
 
 
 # --------------------------------------------------------------------------------------------

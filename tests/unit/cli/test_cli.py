@@ -143,3 +143,14 @@ def test_demo_with_an_unwritable_report_stops_before_starting_anything(
     blocker.write_text("")
     assert main(["demo", "--report", str(blocker / "x.html")]) == 2
     assert "--report" in capsys.readouterr().err
+
+
+def test_the_sidecar_settings_are_one_root_and_errors_name_the_part(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Exporter, GPU and gate settings validate together (``sidecar.root``): one error names each
+    bad value by its path in the root."""
+    args = ["exporter", "--interval", "0", "--gate-listen", "127.0.0.1:0", "--gate-max-queue", "-1"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "sidecar settings" in err and "exporter.interval" in err and "gate.max_queue" in err
