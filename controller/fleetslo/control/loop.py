@@ -245,6 +245,7 @@ class Controller:
         target = b.slo.spec.target
         before = _stage("read", lambda: b.fleet.read(target))
         obs, observe_error = self._observe(b, before, now)
+        obs = obs.finite_only()  # a NaN is missing data, never a number a policy computes with
         decision, state = _stage(
             "decide", lambda: b.policy.decide(obs, runtime.policy_state, b.slo.spec, now)
         )

@@ -7,8 +7,9 @@ an unreachable engine must never look idle.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from enum import StrEnum
 
 from fleetslo.core import conventions as cv
@@ -91,6 +92,14 @@ class Quantiles:
     def at(self, q: float) -> float | None:
         return {0.5: self.p50, 0.9: self.p90, 0.99: self.p99}.get(q)
 
+    def finite_only(self) -> Quantiles:
+        """These quantiles with NaN and infinities as missing (``None``)."""
+        return Quantiles(*(_finite(v) for v in (self.p50, self.p90, self.p99)))
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is None or math.isfinite(value) else None
+
 
 @dataclass(frozen=True, slots=True)
 class ReplicaCounts:
@@ -140,6 +149,23 @@ class Observation:
     #: Prompt and output lengths (tokens) of the window's requests: the request mix's distribution.
     prompt_lengths: BucketHistogram | None = None
     output_lengths: BucketHistogram | None = None
+
+    def finite_only(self) -> Observation:
+        """This observation with every non-finite signal (NaN, an infinity) as missing (``None``).
+
+        A NaN is not a measurement: a source should never produce one, and the control loop hands
+        policies only this form, so none of them can scale on (or crash over) ``ceil(NaN)``.
+        """
+        changes: dict[str, object] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Quantiles):
+                finite = value.finite_only()
+                if finite != value:
+                    changes[f.name] = finite
+            elif isinstance(value, float) and f.default is None and not math.isfinite(value):
+                changes[f.name] = None
+        return replace(self, **changes) if changes else self  # type: ignore[arg-type]
 
 
 class Reason(StrEnum):
