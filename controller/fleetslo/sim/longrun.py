@@ -32,7 +32,7 @@ from fleetslo.policy.base import Policy
 from fleetslo.sim.fleet import Fleet, FleetConfig, Replica
 from fleetslo.sim.observe import build_observation
 from fleetslo.sim.records import SimRequest
-from fleetslo.sim.result import JUDGE_WINDOW_S, exact_quantile
+from fleetslo.sim.result import JUDGE_WINDOW_S, judge_window
 from fleetslo.sim.result_types import WindowResult
 from fleetslo.sim.runner import FleetSample, ScaleEvent, SimConfig
 from fleetslo.sim.workload import Request
@@ -267,27 +267,10 @@ class _StreamLoop:
         self.judged_upto = max(self.judged_upto, upto)
 
     def _window(self, k: int, window: _OpenWindow | None, samples: list[FleetSample]) -> WindowResult:
-        ttft_s, tpot_s, q = self.slo
+        """The judge's own window rule (``result.judge_window``) over this window's requests."""
         ttfts = window.ttfts if window else []
         tpots = window.tpots if window else []
-        p90_ttft = exact_quantile(q, ttfts)
-        p90_tpot = exact_quantile(q, tpots)
-        met = None
-        if ttfts:
-            met = p90_ttft is not None and p90_ttft <= ttft_s and (p90_tpot is None or p90_tpot <= tpot_s)
-        last = samples[-1] if samples else None
-        return WindowResult(
-            start_s=k * JUDGE_WINDOW_S,
-            requests=len(ttfts),
-            arrival_rate=len(ttfts) / JUDGE_WINDOW_S,
-            p90_ttft_s=None if p90_ttft is None or math.isinf(p90_ttft) else p90_ttft,
-            p90_tpot_s=p90_tpot,
-            met=met,
-            ready_replicas=last.ready if last else None,
-            starting_replicas=last.starting if last else None,
-            batch_limit=last.batch_limit if last else None,
-            queue_length=sum(s.queue_length for s in samples) / len(samples) if samples else None,
-        )
+        return judge_window(k, ttfts, tpots, samples, self.slo)
 
     def finish(self) -> StreamResult:
         res, fleet = self.result, self.fleet

@@ -135,7 +135,7 @@ def _windows(
         by_window[min(count - 1, int(r.arrival // JUDGE_WINDOW_S))].append(i)
     samples = _samples_by_window(run.samples, count)
     return [
-        _window(
+        judge_window(
             k,
             [ttfts[i] for i in members],
             [t for i in members if (t := tpots[i]) is not None],
@@ -155,7 +155,7 @@ def _samples_by_window(samples: Sequence[FleetSample], count: int) -> list[list[
     return out
 
 
-def _window(
+def judge_window(
     k: int,
     ttfts: list[float],
     tpots: list[float],
