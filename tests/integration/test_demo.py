@@ -27,6 +27,7 @@ the verdict followed the host load (95 %, 60 %, 10 % of minutes for one scenario
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -167,7 +168,8 @@ def run_demo(
     finally:
         if timer is not None:
             timer.cancel()
-        if process.poll() is None:
+        failed = process.poll() is None
+        if failed:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         if process.stdout is not None:
@@ -175,6 +177,10 @@ def run_demo(
         time.sleep(0.3)
         descendants.stop.set()
         watcher.join()
+        if failed:  # a run the test gave up on must not leave replicas or Prometheus behind
+            for pid in descendants.alive():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
     return Ran(returncode, "".join(lines), descendants, report)
 
 
@@ -283,12 +289,14 @@ def test_prometheus_scrapes_the_demo_and_ctrl_c_still_stops_everything(tmp_path:
     seen: dict[str, Any] = {}
 
     def look(output: str) -> None:
-        url = re.search(r"Prometheus: (http://\S+)", output)
-        assert url is not None, output
-        seen["rules"] = httpx.get(f"{url.group(1)}/api/v1/rules", timeout=5).json()["data"]["groups"]
+        # The newest one: a run the host could not keep up with starts again, Prometheus too.
+        urls = re.findall(r"Prometheus: (http://\S+)", output)
+        assert urls, output
+        base = urls[-1]
+        seen["rules"] = httpx.get(f"{base}/api/v1/rules", timeout=5).json()["data"]["groups"]
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
-            targets = httpx.get(f"{url.group(1)}/api/v1/targets", timeout=5).json()["data"]["activeTargets"]
+            targets = httpx.get(f"{base}/api/v1/targets", timeout=5).json()["data"]["activeTargets"]
             seen["up"] = {t["labels"]["job"] for t in targets if t["health"] == "up"}
             if len(seen["up"]) == 3:
                 return
