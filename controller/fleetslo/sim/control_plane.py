@@ -21,7 +21,9 @@ observation, ``policy.evidence.guard_scale_down``, the throttle and back-off aft
 reconcile, and the audit. ``ControlPlane`` also owns the control events a replay interleaves with
 arrivals and engine runs: replicas finishing their cold start, scrapes every ``scrape_interval_s``,
 and controller ticks every ``tick_interval_s`` (``fleetslo run``'s scheduler tick; each policy still
-decides at its own ``interval``). ``ControlPlane.run`` is the one loop both replays use
+decides at its own ``interval``). One difference from ``fleetslo run``, on purpose: a reconcile that
+fails on a bug (no fleetslo error) stops the replay (``ReplayFailed``) instead of backing off, as a
+fleet nobody controls is no measurement. ``ControlPlane.run`` is the one loop both replays use
 (``runner`` and ``longrun``); they differ only in how arrivals come in and how results are judged.
 
 Wiring and bookkeeping only: it decides nothing and models no engine.
@@ -45,7 +47,7 @@ from fleetslo.control.loop import Binding, Controller
 from fleetslo.control.ports import ActuationResult, BatchLimitActuator, ScaleState, Source
 from fleetslo.control.service import Actuators, make_fleet
 from fleetslo.control.settings import ControllerSettings
-from fleetslo.core.errors import Conflict
+from fleetslo.core.errors import Conflict, FleetSLOError
 from fleetslo.core.model import Observation, ReplicaCounts
 from fleetslo.core.spec import BatchActuator, FleetSLO, FleetSLOSpec, Target
 from fleetslo.core.spec.v1 import Metadata
@@ -206,16 +208,42 @@ class SimBatchLimit:
         return ActuationResult(after != before, f"batch limit of {target.name} {before} -> {after}")
 
 
-class _RecordingAuditor(Auditor):
-    """The production audit (metrics, log line, span), and every decided reconcile handed on."""
+class ReplayFailed(RuntimeError):
+    """The controller hit a bug (an exception that is no fleetslo error) while reconciling.
 
-    def __init__(self, metrics: ControllerMetrics, on_decided: Callable[[Reconcile], None]) -> None:
+    ``fleetslo run`` logs it and backs off, so one bad target cannot stop a controller; a replay
+    stops instead: a fleet that nobody controls from then on is no measurement of the policy.
+    """
+
+
+class _RecordingAuditor(Auditor):
+    """The production audit (metrics, log line, span), and every reconcile handed on."""
+
+    def __init__(
+        self,
+        metrics: ControllerMetrics,
+        on_decided: Callable[[Reconcile], None],
+        on_failed: Callable[[str, BaseException], None],
+    ) -> None:
         super().__init__(metrics, events=None, decision_log=AUDIT_LOG)
-        self.on_decided = on_decided
+        self.on_decided, self.on_failed = on_decided, on_failed
 
     def decided(self, r: Reconcile, span: Span | None = None) -> None:
         super().decided(r, span)
         self.on_decided(r)
+
+    def failed(
+        self,
+        name: str,
+        target: Target,
+        stage: str,
+        exc: BaseException,
+        *,
+        retry_in: float,
+        span: Span | None = None,
+    ) -> None:
+        super().failed(name, target, stage, exc, retry_in=retry_in, span=span)
+        self.on_failed(stage, exc)
 
 
 def sim_fleetslo(spec: FleetSLOSpec) -> FleetSLO:
@@ -236,6 +264,8 @@ class Records:
 
     events: list[ScaleEvent] = field(default_factory=list)
     decisions: list[DecisionSample] = field(default_factory=list)
+    #: Failed reconciles: (t, stage, error kind), backed off as ``fleetslo run`` backs them off.
+    failures: list[tuple[float, str, str]] = field(default_factory=list)
 
 
 class ControlPlane:
@@ -257,6 +287,7 @@ class ControlPlane:
         self.metrics = ControllerMetrics()
         self.records = Records()
         self.schedule = _Schedule()
+        self._bug: tuple[str, BaseException] | None = None
         source: Source = SimSource(
             self.fleet, window_s=config.window_s, scrape_interval_s=config.scrape_interval_s
         )
@@ -264,7 +295,7 @@ class ControlPlane:
             source = wrap_source(source)
         self.controller = Controller(
             [Binding(self.slo, policy, source, self._actuator())],
-            _RecordingAuditor(self.metrics, self._record),
+            _RecordingAuditor(self.metrics, self._record, self._failed),
             leader=AlwaysLeader(),
         )
 
@@ -320,8 +351,17 @@ class ControlPlane:
             self.clock.now = now
             self.controller.tick_target(self.slo.metadata.name, now)
             s.next_tick += config.tick_interval_s
+            if self._bug is not None:
+                stage, exc = self._bug
+                raise ReplayFailed(f"the controller's {stage} stage failed at t={now:g}s: {exc!r}") from exc
 
     # --- records ----------------------------------------------------------------------------
+
+    def _failed(self, stage: str, exc: BaseException) -> None:
+        kind = exc.reason if isinstance(exc, FleetSLOError) else "bug"
+        self.records.failures.append((self.clock.now, stage, kind))
+        if not isinstance(exc, FleetSLOError):
+            self._bug = (stage, exc)
 
     def _record(self, r: Reconcile) -> None:
         """One audited decision: its sample and, when a knob moved, its scale event."""

@@ -49,6 +49,8 @@ class Run:
     wall_seconds: float = 0.0
     #: The controller's own metrics over the replay (decisions by reason, errors, tick durations).
     controller: ControllerMetrics | None = None
+    #: Reconciles that failed and were backed off: (t, stage, error kind).
+    failures: list[tuple[float, str, str]] = field(default_factory=list)
 
 
 def simulate(
@@ -134,7 +136,7 @@ class _Loop:
         run, fleet, records = self.run_record, self.fleet, self.plane.records
         end = self.now
         run.end = end
-        run.events, run.decisions = records.events, records.decisions
+        run.events, run.decisions, run.failures = records.events, records.decisions, records.failures
         run.controller = self.plane.metrics
         run.replica_seconds = fleet.replica_seconds(end)
         run.rejected = fleet.rejected

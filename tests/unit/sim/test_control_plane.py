@@ -12,11 +12,11 @@ from dataclasses import replace
 
 import pytest
 from fleetslo.control.ports import Source
-from fleetslo.core.errors import BadQuery, SourceUnavailable
-from fleetslo.core.model import Observation, Quantiles, Reason, ReplicaCounts
-from fleetslo.core.spec import BatchActuator, FleetSLO
+from fleetslo.core.errors import BadQuery, FleetSLOError, SourceUnavailable
+from fleetslo.core.model import Decision, Observation, Quantiles, Reason, ReplicaCounts
+from fleetslo.core.spec import BatchActuator, FleetSLO, FleetSLOSpec
 from fleetslo.policy.evidence import guard_scale_down
-from fleetslo.sim.control_plane import SCHEDULER_TICK_S
+from fleetslo.sim.control_plane import SCHEDULER_TICK_S, ReplayFailed
 from fleetslo.sim.longrun import simulate_stream
 from fleetslo.sim.runner import Run, SimConfig, simulate
 from fleetslo.sim.traces import lognormal_tokens, poisson
@@ -120,11 +120,12 @@ def test_a_permanently_failing_source_is_retried_after_ten_minutes_not_at_every_
     assert sample(run, OBSERVE_ERRORS, target="simulated", reason="bad_query") == 2
 
 
-def test_a_crashing_source_backs_off_on_the_schedulers_ticks() -> None:
+def test_a_failing_reconcile_backs_off_on_the_schedulers_ticks() -> None:
     failing: list[FailingSource] = []
 
     def wrap(inner: Source) -> Source:
-        failing.append(FailingSource(inner, RuntimeError("a bug"), since=300.0))
+        # a fleetslo error that is neither transient (blind decision) nor permanent (600 s)
+        failing.append(FailingSource(inner, FleetSLOError("the source is confused"), since=300.0))
         return failing[0]
 
     run = simulate(TRACE, ScriptedPolicy(((0.0, 2, None),)), config(), wrap_source=wrap)
@@ -133,9 +134,29 @@ def test_a_crashing_source_backs_off_on_the_schedulers_ticks() -> None:
     # scheduler: 300 (+1 ->) 305 (+2 ->) 310 (+5 ->) 315 (+10 ->) 325 (+30 ->) 355 (+60 ->) 415, 475
     assert SCHEDULER_TICK_S == 5.0
     assert retries == [300.0, 305.0, 310.0, 315.0, 325.0, 355.0, 415.0, 475.0]
-    assert sample(run, OBSERVE_ERRORS, target="simulated", reason="bug") == len(
-        [t for t in failing[0].asked if t >= 300.0]
-    )
+    failed = [t for t in failing[0].asked if t >= 300.0]
+    assert run.controller is not None and [f[0] for f in run.failures] == failed
+    assert sample(run, OBSERVE_ERRORS, target="simulated", reason="error") == len(failed)
+
+
+@pytest.mark.parametrize("where", ["source", "policy"])
+def test_a_bug_stops_the_replay_with_its_cause(where: str) -> None:
+    class Crashing(ScriptedPolicy):
+        def decide(
+            self, obs: Observation, state: None, spec: FleetSLOSpec, now: float
+        ) -> tuple[Decision, None]:
+            if now >= 60.0:
+                raise ZeroDivisionError("a policy bug")
+            return super().decide(obs, state, spec, now)
+
+    policy = Crashing(((0.0, 2, None),)) if where == "policy" else ScriptedPolicy(((0.0, 2, None),))
+
+    def wrap(inner: Source) -> Source:
+        return FailingSource(inner, ZeroDivisionError("a source bug"), since=60.0)
+
+    stage = "decide" if where == "policy" else "observe"
+    with pytest.raises(ReplayFailed, match=f"{stage} stage failed at t=60s: ZeroDivisionError"):
+        simulate(TRACE, policy, config(), wrap_source=None if where == "policy" else wrap)
 
 
 def test_a_source_that_cannot_observe_leaves_the_policy_blind_and_a_scale_down_held() -> None:
