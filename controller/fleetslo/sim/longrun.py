@@ -99,7 +99,7 @@ def simulate_stream(
     """
     started = time.perf_counter()
     loop = _StreamLoop(iter(arrivals), policy, config, day_s, wrap_source)
-    loop.plane.run(loop.pump, loop.stop, loop.after_control)
+    loop.run()
     result = loop.finish()
     result.wall_seconds = time.perf_counter() - started
     return result
@@ -149,7 +149,11 @@ class _StreamLoop:
         self.count += 1
         self.last_arrival = request.arrival_s
 
-    def pump(self, until: float) -> None:
+    def run(self) -> None:
+        """Arrivals and engine runs (``_pump``) between the control plane's events, to the end."""
+        self.plane.run(self._pump, self._stop, self._after_control)
+
+    def _pump(self, until: float) -> None:
         """Process arrivals and engine events up to ``until`` (inclusive), earliest first."""
         fleet, in_flight = self.fleet, self.in_flight
         route, run_event, events = fleet.route, fleet.run_next_event, fleet.events
@@ -175,11 +179,11 @@ class _StreamLoop:
                 req = self.next
                 t_arrival = req.arrival if req is not None else math.inf
 
-    def stop(self, t_ctrl: float) -> bool:
+    def _stop(self, t_ctrl: float) -> bool:
         done = self.next is None and self.fleet.outstanding() == 0
         return done or t_ctrl > self.deadline
 
-    def after_control(self, now: float) -> None:
+    def _after_control(self, now: float) -> None:
         self.now = now
         self._judge_done()
 

@@ -68,7 +68,7 @@ def simulate(
     started = time.perf_counter()
     requests = [SimRequest.of(i, r) for i, r in enumerate(trace.requests)]
     loop = _Loop(requests, policy, config, wrap_source)
-    loop.plane.run(loop.pump, loop.stop, loop.after_control)
+    loop.run()
     run = loop.finish()
     run.wall_seconds = time.perf_counter() - started
     return run
@@ -95,7 +95,11 @@ class _Loop:
         self.horizon = last
         self.deadline = last + config.drain_timeout_s
 
-    def pump(self, until: float) -> None:
+    def run(self) -> None:
+        """Arrivals and engine runs (``_pump``) between the control plane's events, to the end."""
+        self.plane.run(self._pump, self._stop, self._after_control)
+
+    def _pump(self, until: float) -> None:
         """Process arrivals and engine events up to ``until`` (inclusive), earliest first."""
         fleet, requests = self.fleet, self.requests
         n, i = len(requests), self.index
@@ -120,11 +124,11 @@ class _Loop:
                 t_arrival = requests[i].arrival if i < n else math.inf
         self.index = i
 
-    def stop(self, t_ctrl: float) -> bool:
+    def _stop(self, t_ctrl: float) -> bool:
         done = self.index >= len(self.requests) and self.fleet.outstanding() == 0
         return done or t_ctrl > self.deadline
 
-    def after_control(self, now: float) -> None:
+    def _after_control(self, now: float) -> None:
         self.now = now
 
     def _sample(self, sample: FleetSample) -> None:
