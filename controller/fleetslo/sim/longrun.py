@@ -65,6 +65,8 @@ class StreamResult:
     wall_seconds: float = 0.0
     #: The controller's own metrics over the replay (decisions by reason, errors, tick durations).
     controller: ControllerMetrics | None = None
+    #: Reconciles that failed and were backed off: (t, stage, error kind).
+    failures: list[tuple[float, str, str]] = field(default_factory=list)
 
     def window_attainment(self, start_s: float = 0.0, end_s: float = math.inf) -> float | None:
         judged = [w.met for w in self.windows if w.met is not None and start_s <= w.start_s < end_s]
@@ -249,7 +251,8 @@ class _StreamLoop:
         if tail:
             self.open[count - 1] = functools.reduce(_merge, tail)
         self._close_windows_below(count)
-        res.events, res.controller = self.plane.records.events, self.plane.metrics
+        records = self.plane.records
+        res.events, res.failures, res.controller = records.events, records.failures, self.plane.metrics
         res.replica_seconds = fleet.replica_seconds(end)
         res.replica_seconds_by_day = _replica_seconds_by_day(fleet.replicas, end, self.day_s)
         res.rejected = fleet.rejected

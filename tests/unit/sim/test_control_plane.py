@@ -126,9 +126,13 @@ def test_a_failing_reconcile_backs_off_on_the_schedulers_ticks() -> None:
     def wrap(inner: Source) -> Source:
         # a fleetslo error that is neither transient (blind decision) nor permanent (600 s)
         failing.append(FailingSource(inner, FleetSLOError("the source is confused"), since=300.0))
-        return failing[0]
+        return failing[-1]
 
     run = simulate(TRACE, ScriptedPolicy(((0.0, 2, None),)), config(), wrap_source=wrap)
+    streamed = simulate_stream(
+        iter(TRACE.requests), ScriptedPolicy(((0.0, 2, None),)), config(), wrap_source=wrap
+    )
+    assert streamed.failures == run.failures  # the one control plane under both replays
     retries = [t for t in failing[0].asked if t >= 300.0][:8]
     # back-off 1, 2, 5, 10, 30, 60, 60 s, each attempt on the next 5 s tick of ``fleetslo run``'s
     # scheduler: 300 (+1 ->) 305 (+2 ->) 310 (+5 ->) 315 (+10 ->) 325 (+30 ->) 355 (+60 ->) 415, 475
