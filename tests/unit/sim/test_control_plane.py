@@ -30,9 +30,9 @@ DECISIONS = "fleetslo_controller_decisions_total"
 OBSERVE_ERRORS = "fleetslo_controller_observe_errors_total"
 
 
-def config(cold_start_s: float = 60.0, **changes: object) -> SimConfig:
-    spec = spec_for(PROFILE, ttft_s=1.0, tpot_s=0.05, cold_start_s=cold_start_s)
-    return replace(SimConfig(spec, PROFILE, initial_replicas=2), **changes)  # type: ignore[arg-type]
+def config() -> SimConfig:
+    spec = spec_for(PROFILE, ttft_s=1.0, tpot_s=0.05, cold_start_s=60.0)
+    return SimConfig(spec, PROFILE, initial_replicas=2)
 
 
 def sample(run: Run, name: str, **labels: str) -> float:
