@@ -72,12 +72,9 @@ def encode(
     policy: str, learned: Mapping[str, Any], saved_at: float, start: Restored | None
 ) -> dict[str, Any]:
     """The envelope around ``learned``; ``ValueError`` if it is not JSON-safe or too large."""
-    record: dict[str, Any] = {
-        "schema": SCHEMA,
-        "policy": policy,
-        "savedAt": saved_at,
-        "learned": dict(learned),
-    }
+    # A merge patch reads null as "delete this key": a record holds no nulls (missing is absent).
+    record: dict[str, Any] = {"schema": SCHEMA, "policy": policy, "savedAt": saved_at}
+    record["learned"] = _without_nulls(learned)
     if start is not None:
         record["start"] = {"learned": start.learned, "why": start.why[:512], "history": start.history_used}
     size = len(json.dumps(record, allow_nan=False))
@@ -103,6 +100,10 @@ def decode(raw: object, policy: str) -> tuple[Mapping[str, Any] | None, str | No
     if not isinstance(learned, Mapping):
         return None, "the record holds no learned state"
     return learned, None
+
+
+def _without_nulls(value: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _without_nulls(v) if isinstance(v, Mapping) else v for k, v in value.items() if v is not None}
 
 
 @dataclass(frozen=True, slots=True)
