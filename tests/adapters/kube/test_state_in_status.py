@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 from fleetslo.control.actuators.fleet import FleetActuator
@@ -24,13 +25,18 @@ from fleetslo.control.kube.workloads import Workloads
 from fleetslo.control.leader import LeaderElector
 from fleetslo.control.loop import Binding, Controller, Outcome
 from fleetslo.control.resources import Held, StatusAuditor, load_resources
+from fleetslo.control.service import Environment, build
+from fleetslo.control.settings import ControllerSettings
 from fleetslo.control.state import SCHEMA, Restorer, StatusStateStore, encode
+from fleetslo.control.watch import held_specs
+from fleetslo.core.config import load
 from fleetslo.core.spec import RESOURCE_API_VERSION
 from fleetslo.policy.fleetslo import FleetSLOPolicy
 from fleetslo.policy.registry import make_policy
 from fleetslo.testing import FakeClock
 
 from tests.adapters.kube.kapi import KubeApi
+from tests.prometheus import free_port
 from tests.restart_support import ModelFleet
 
 FLEETSLOS = "fleetslo.io/v1alpha1/fleetslos"
@@ -188,3 +194,31 @@ def test_an_unusable_record_is_a_marked_degraded_start_from_the_prior(
     )  # marked where the model is
     assert written["learned"]["model"]["windows"] <= 2  # the new leader's own, from the prior
     assert after  # it decided every tick: no crash
+
+
+def test_fleetslo_run_s_build_keeps_the_record_in_the_status_and_a_rebuild_resumes_it(kapi: KubeApi) -> None:
+    """The wiring ``fleetslo run`` uses (``service.build``): the status store, the auditor's hook,
+    the restorer; Prometheus is down, so the policy holds on no data and the history is empty."""
+    kapi.put(FLEETSLOS, resource())
+    kapi.put(DEPLOYMENTS, deployment(3))
+    api = kapi.client()
+    config = load(ControllerSettings, {
+        "listen": "127.0.0.1:0", "policy": "fleetslo", "leader_election": {"enabled": False},
+        "source": {"prometheus": {"url": f"http://127.0.0.1:{free_port()}", "timeout": "1s"}},
+        "resources": {"enabled": True, "namespaces": ["infer"]},
+    })  # fmt: skip
+    env = Environment(in_pod=False, identity="ctl")
+
+    def built() -> Controller:
+        held = held_specs(config, [], api, env=env)
+        return build(
+            config, [h.slo for h in held], env, api, status=FleetSLOResources(api), held=held
+        ).controller
+
+    first = built()
+    assert first.tick(WALL) == {"qwen": Outcome.DECIDED}
+    record = kapi.get(FLEETSLOS, "infer", "qwen")["status"]["capacityModel"]
+    assert record["schema"] == SCHEMA and record["start"] == {"learned": "prior", "why": ANY, "history": 0}
+    again = built()  # a spec edit, a restart: the same resource read again
+    assert again.tick(WALL + 60) == {"qwen": Outcome.DECIDED}
+    assert again.restorer is not None and again.restorer.started["qwen"].learned == "resumed"
