@@ -213,7 +213,9 @@ class StateSettings(_Group):
     #: controller's config file (``fleetslo-state.json``), else next to the ``--slo`` file.
     file: str | None = None
     #: Days of the target's load read from Prometheus at start for the seasonal forecast (0: none).
-    history_days: float = Field(default=14.0, ge=0, le=60)
+    #: At most 30: the forecast keeps 15 days, and one range query answers at most 11,000 points
+    #: (38 days of 5-minute steps).
+    history_days: float = Field(default=14.0, ge=0, le=30)
 
 
 BackoffList = Annotated[list[PositiveDuration], BeforeValidator(_durations)]

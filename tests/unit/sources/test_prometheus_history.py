@@ -88,10 +88,12 @@ def test_load_history_reads_requests_and_tokens_over_the_forecaster_s_bin() -> N
     source = PrometheusSource(PrometheusClient("http://prom:9090", transport=httpx.MockTransport(handler)))
     history = source.load_history(SLO, NOW, days=14, step=300)
     assert len(queries) == 2 and {float(q["step"]) for q in queries} == {300.0}
-    assert all(float(q["start"]) == NOW - 14 * DAY and float(q["end"]) == NOW for q in queries)
+    end = NOW // 300 * 300  # aligned to the forecaster's bins
+    assert all(float(q["start"]) == end - 14 * DAY and float(q["end"]) == end for q in queries)
     requests, tokens = sorted(queries, key=lambda q: "+" in q["query"])
     assert "request_success" in requests["query"] and "[300s]" in requests["query"]
     assert "prompt_tokens" in tokens["query"] and "generation_tokens" in tokens["query"]
-    assert [s.at for s in history] == [NOW - 14 * DAY + k * 300 for k in range(4)]
+    # each dated at the middle of the 5 minutes its rate covers: in the bin of those 5 minutes
+    assert [s.at for s in history] == [end - 14 * DAY + k * 300 - 150 for k in range(4)]
     assert history[2].tokens is None and history[2].requests is not None  # missing, not 0
-    assert history[1].tokens == pytest.approx(1750.0 * day_curve(NOW - 14 * DAY + 300))
+    assert history[1].tokens == pytest.approx(1750.0 * day_curve(end - 14 * DAY + 300))

@@ -179,14 +179,19 @@ class PrometheusSource:
         """The target's requests/s and tokens/s (prompt + generated), each the rate over one
         ``step`` (the forecaster's bin), for the last ``days``: what the seasonal forecast is
         bootstrapped from at start, so a restart does not forget the week. Two range queries;
-        a step where neither has a value is left out (missing, never 0)."""
+        a step where neither has a value is left out (missing, never 0).
+
+        The steps are aligned to multiples of ``step`` and each sample is dated at the middle of
+        the step its rate covers, so it lands in the forecaster's bin for that step, not the next.
+        """
         exprs = signal_exprs(self.selection(slo), step, self.max_age)
-        start = now - days * 86_400.0
-        requests = dict(self.client.query_range(exprs[Signal.REQUESTS], start, now, step))
+        end = math.floor(now / step) * step
+        start = end - math.floor(days * 86_400.0 / step) * step
+        requests = dict(self.client.query_range(exprs[Signal.REQUESTS], start, end, step))
         tokens_expr = f"({exprs[Signal.PROMPT_TOKENS]}) + ({exprs[Signal.GENERATION_TOKENS]})"
-        tokens = dict(self.client.query_range(tokens_expr, start, now, step))
+        tokens = dict(self.client.query_range(tokens_expr, start, end, step))
         times = sorted(requests.keys() | tokens.keys())
-        return [LoadSample(t, requests.get(t), tokens.get(t)) for t in times]
+        return [LoadSample(t - step / 2, requests.get(t), tokens.get(t)) for t in times]
 
 
 def to_observation(
