@@ -59,13 +59,21 @@ class FleetSLOResources:
         return items
 
     def read_status(self, namespace: str, name: str) -> dict[str, Any] | None:
-        """The status the resource holds now (what the last leader wrote), ``None`` without one."""
+        """The status the resource holds now (what the last leader wrote), ``None`` without one.
+
+        Read with a ``list`` narrowed to the one name (``metadata.name`` field selector), the verb
+        the controller's Role already grants for the resync, rather than a ``get`` it may not have.
+        """
         with api_call(f"read the status of FleetSLO {namespace}/{name}"):
-            item = self._objects.get_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, name, _request_timeout=REQUEST_TIMEOUT
-            )
-        status = item.get("status") if isinstance(item, dict) else None
-        return status if isinstance(status, dict) else None
+            listed = self._objects.list_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, field_selector=f"metadata.name={name}",
+                _request_timeout=REQUEST_TIMEOUT,
+            )  # fmt: skip
+        for item in _items(listed):
+            if (item.get("metadata") or {}).get("name") == name:
+                status = item.get("status")
+                return status if isinstance(status, dict) else None
+        return None
 
     def write_status(self, namespace: str, name: str, status: FleetSLOStatus) -> None:
         body = {"status": status.model_dump(mode="json", exclude_none=True)}
