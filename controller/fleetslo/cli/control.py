@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fleetslo.cli.common import (
     EXIT_FAILURE,
@@ -16,6 +16,9 @@ from fleetslo.cli.common import (
     merged_options,
     read_yaml_documents,
 )
+
+if TYPE_CHECKING:
+    from fleetslo.policy.fleetslo.physics import StepCost
 
 # --------------------------------------------------------------------------------------------
 # fleetslo run
@@ -51,7 +54,7 @@ def _token_reader(path: str | None) -> Callable[[], str | None]:
     return lambda: Path(path).read_text(encoding="utf-8").strip() or None
 
 
-def read_profile(value: str) -> Any:
+def read_profile(value: str) -> StepCost:
     """``spec.profile``: a packaged engine profile or a file from ``fleetslo profile``, as the
     step costs the capacity model starts from (``ConfigError`` when missing or broken)."""
     from fleetslo.cli.simulation import load_profile
@@ -70,6 +73,14 @@ def default_state_file(state_file: str | None, config: str | None, slo: str | No
         return Path(state_file)
     beside = config or slo
     return Path(beside).resolve().parent / STATE_FILE if beside else None
+
+
+def _state_file(state_file: str | None, args: argparse.Namespace, *, standalone: bool) -> Path | None:
+    """Standalone targets get the default file; in a cluster the state goes into the resources'
+    status, and a file only where one is named (the controller's own filesystem is read-only)."""
+    if standalone:
+        return default_state_file(state_file, args.config, args.slo)
+    return Path(state_file) if state_file else None
 
 
 def _run_controller(args: argparse.Namespace) -> int:
@@ -100,13 +111,7 @@ def _run_controller(args: argparse.Namespace) -> int:
         prometheus_token=_token_reader(settings.source.prometheus.bearer_token_file),
         gate_token=_token_reader(gate_file)() if gate_file else None,
         profiles=read_profile,
-        # In a cluster the state goes into the resources' status; a file only where one is named
-        # (the controller's own filesystem is read-only there).
-        state_file=default_state_file(settings.state.file, args.config, args.slo)
-        if standalone
-        else Path(settings.state.file)
-        if settings.state.file
-        else None,
+        state_file=_state_file(settings.state.file, args, standalone=standalone),
     )
     check_options(settings.policy, settings.policy_options)  # a typo is usage (2), before any cluster call
     for slo in specs:  # a missing or broken profile is a config error (2), before anything starts
