@@ -74,7 +74,8 @@ class SimConfig:
     #: The observation window the policy sees (the spec's objective window by default).
     window_s: float = 60.0
     scrape_interval_s: float = 15.0
-    #: After the last arrival, keep going this long for in-flight requests to finish.
+    #: After the last arrival, keep going this long for in-flight requests to finish (a replay past
+    #: it stops at the next control event: within one tick, ``tick_interval_s``).
     drain_timeout_s: float = 1800.0
     seed: int = 0
     cold_start_sigma: float = 0.0
