@@ -7,6 +7,9 @@ phase the engine's ``/metrics`` page is read: the differences of vLLM's own TTFT
 fleetslo plugin's step totals (``fleetslo_engine_step_*``) say what the engine saw in that phase. A
 counter that the page does not have is ``None`` in the result, never 0.
 
+With the API server's pid (a vLLM on this machine), its CPU time and run-queue wait over the phase
+are read from /proc as well (``procstat``): the front end's work, and how long the host made it take.
+
 ``run_open`` replays a fixed list of arrivals open-loop (the validation of a fitted profile).
 This module sends and measures; ``fleetslo.sim.calibrate`` fits.
 """
@@ -22,6 +25,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from fleetslo.engine.client import Shot, completion_body, shoot
+from fleetslo.engine.procstat import ProcessTimes, process_times
 
 #: Engine counters read around each phase: the plugin's step totals and vLLM's latency sums.
 ENGINE_COUNTERS = (
@@ -54,6 +58,8 @@ class PhaseResult:
     wall_s: float
     #: Differences over the phase of ``ENGINE_COUNTERS`` (``None``: not on the page).
     engine: dict[str, float | None]
+    #: The API server process's CPU seconds and run-queue wait over the phase (``None``: not read).
+    server: ProcessTimes | None = None
 
     @property
     def ok(self) -> list[Shot]:
@@ -80,8 +86,16 @@ def counter_deltas(before: dict[str, float], after: dict[str, float]) -> dict[st
 class Bench:
     """Phases against one server: ``url`` for requests, ``metrics_url`` for the engine's page."""
 
-    def __init__(self, url: str, model: str, metrics_url: str | None, timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        metrics_url: str | None,
+        timeout_s: float = 120.0,
+        server_pid: int | None = None,
+    ) -> None:
         self.url, self.model, self.metrics_url = url.rstrip("/"), model, metrics_url
+        self.server_pid = server_pid
         self.timeout_s = timeout_s
         self._salt = 0
 
@@ -102,6 +116,7 @@ class Bench:
         limits = httpx.Limits(max_connections=phase.concurrency + 4)
         async with httpx.AsyncClient(timeout=self.timeout_s, limits=limits) as http:
             before = await self._page(http)
+            server_before = self.server_times()
             remaining = phase.requests
             shots: list[Shot] = []
 
@@ -117,8 +132,13 @@ class Bench:
             start = time.monotonic()
             await asyncio.gather(*(worker() for _ in range(phase.concurrency)))
             wall = time.monotonic() - start
+            server = difference(server_before, self.server_times())
             after = await self._page(http)
-        return PhaseResult(phase, tuple(shots), wall, counter_deltas(before, after) if after else {})
+        engine = counter_deltas(before, after) if after else {}
+        return PhaseResult(phase, tuple(shots), wall, engine, server)
+
+    def server_times(self) -> ProcessTimes | None:
+        return process_times(self.server_pid) if self.server_pid is not None else None
 
     async def run_open(
         self,
@@ -139,3 +159,10 @@ class Bench:
                 return shot
 
             return list(await asyncio.gather(*(one(*a) for a in arrivals)))
+
+
+def difference(before: ProcessTimes | None, after: ProcessTimes | None) -> ProcessTimes | None:
+    if before is None or after is None:
+        return None
+    cpu, wait = after.cpu_s - before.cpu_s, after.wait_s - before.wait_s
+    return ProcessTimes(cpu, wait) if cpu >= 0 and wait >= 0 else None

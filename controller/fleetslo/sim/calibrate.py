@@ -15,6 +15,13 @@ outside the engine's clock; regressed on the prompt length it gives ``per_reques
 ``per_prompt_token_s``; client TPOT − vLLM TPOT gives ``per_output_token_s``. Without vLLM's sums
 the front end is not fitted (``None``), never assumed to be 0.
 
+**Front end as a queue.** With the API server process's CPU seconds over each phase (``procstat``),
+``cpu = idle·wall + a·requests + b·prompt tokens + c·output tokens`` (non-negative least squares,
+each phase weighted by 1/its CPU time; ``idle`` is what the server spends per wall second anyway:
+health checks, metrics, its loops) gives ``FrontendQueue``'s work per request and per token, and
+the phases' (CPU + run-queue wait) / CPU the ``cpu_stretch`` this host imposed. Without the process
+times, ``None``.
+
 Pure arithmetic over measurements: no I/O, no clock.
 """
 
@@ -26,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fleetslo.engine.bench import PhaseResult
-from fleetslo.sim.profile import Frontend, StepTime
+from fleetslo.sim.profile import Frontend, FrontendQueue, StepTime
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +51,7 @@ class StepMeans:
 class Fit:
     step_time: StepTime
     frontend: Frontend | None
+    frontend_queue: FrontendQueue | None
     #: Relative error of the fitted step time on each phase's mean step, by phase name.
     residuals: dict[str, float]
     steps_measured: bool
@@ -184,6 +192,30 @@ def fit_frontend(results: Sequence[PhaseResult]) -> Frontend | None:
     )
 
 
+def fit_frontend_queue(results: Sequence[PhaseResult]) -> FrontendQueue | None:
+    """The API server's CPU work per request and token and the host's stretch, or ``None`` when
+    fewer than four phases have the server's process times (four coefficients)."""
+    measured = [r for r in results if r.server is not None and r.server.cpu_s > 0 and r.ok]
+    if len(measured) < 4:
+        return None
+    rows, targets = [], []
+    for r in measured:
+        assert r.server is not None
+        ok, weight = r.ok, 1.0 / r.server.cpu_s
+        prompt, output = sum(s.prompt_tokens for s in ok), sum(s.output_tokens for s in ok)
+        rows.append([r.wall_s * weight, len(ok) * weight, prompt * 1e-3 * weight, output * 1e-3 * weight])
+        targets.append(1.0)
+    _idle, per_request, per_kilo_prompt, per_kilo_output = nnls(rows, targets)
+    cpu = sum(r.server.cpu_s for r in measured if r.server is not None)
+    wait = sum(r.server.wait_s for r in measured if r.server is not None)
+    return FrontendQueue(
+        per_request_cpu_s=per_request,
+        per_prompt_token_cpu_s=per_kilo_prompt * 1e-3,
+        per_output_token_cpu_s=per_kilo_output * 1e-3,
+        cpu_stretch=(cpu + wait) / cpu,
+    )
+
+
 def fit(results: Sequence[PhaseResult]) -> Fit:
     step, residuals, measured = fit_step_time(results)
-    return Fit(step, fit_frontend(results), residuals, measured)
+    return Fit(step, fit_frontend(results), fit_frontend_queue(results), residuals, measured)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from fleetslo.engine.bench import Phase, PhaseResult
 from fleetslo.engine.client import Shot
-from fleetslo.sim.calibrate import fit, fit_frontend, nnls
+from fleetslo.engine.procstat import ProcessTimes
+from fleetslo.sim.calibrate import fit, fit_frontend, fit_frontend_queue, nnls
 from fleetslo.sim.profile import StepTime
 
 TRUE = StepTime(overhead_s=0.004, per_seq_s=0.0005, per_prefill_token_s=0.0002, per_kv_token_s=1e-6)
@@ -68,3 +69,32 @@ def test_nnls_keeps_coefficients_non_negative() -> None:
     coef = nnls(rows, [3.0, 2.0, 1.0])  # the unconstrained slope would be -1
     assert min(coef) >= 0
     assert coef[1] == 0
+
+
+def _server_phase(name: str, clients: int, prompt: int, output: int, n: int, *, wall: float) -> PhaseResult:
+    """A phase whose API server spent 2 ms/request, 10 us/prompt token, 50 us/output token and
+    20 ms per wall second idle, and waited 1.5 s for a CPU per CPU second (stretch 2.5)."""
+    cpu = 0.020 * wall + n * (0.002 + 1e-5 * prompt + 5e-5 * output)
+    shots = tuple(Shot(0.0, prompt, output, 0.05, 0.005, True) for _ in range(n))
+    return PhaseResult(Phase(name, clients, prompt, output, n), shots, wall, {}, ProcessTimes(cpu, 1.5 * cpu))
+
+
+def test_front_end_queue_work_comes_from_the_server_process_cpu_time() -> None:
+    phases = [
+        _server_phase("c1", 1, 64, 32, 8, wall=2.0), _server_phase("c4", 4, 64, 32, 16, wall=1.0),
+        _server_phase("p16", 2, 16, 16, 8, wall=0.6), _server_phase("p768", 2, 768, 16, 8, wall=1.5),
+        _server_phase("o128", 4, 64, 128, 12, wall=5.0),
+    ]  # fmt: skip
+    queue = fit_frontend_queue(phases)
+    assert queue is not None
+    assert queue.per_request_cpu_s == pytest.approx(0.002, rel=1e-6)
+    assert queue.per_prompt_token_cpu_s == pytest.approx(1e-5, rel=1e-6)
+    assert queue.per_output_token_cpu_s == pytest.approx(5e-5, rel=1e-6)
+    assert queue.cpu_stretch == pytest.approx(2.5)
+
+
+def test_without_the_server_process_times_there_is_no_queue_model() -> None:
+    phase = _server_phase("c1", 1, 64, 32, 8, wall=2.0)
+    bare = PhaseResult(phase.phase, phase.shots, phase.wall_s, {})
+    assert fit_frontend_queue([bare] * 5) is None
+    assert fit_frontend_queue([phase] * 3) is None  # four unknowns need four phases
