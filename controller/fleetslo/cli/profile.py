@@ -280,6 +280,7 @@ def profile_document(args: argparse.Namespace, run: ProfileRun) -> dict[str, Any
             "frontend: mean client TTFT/TPOT minus vLLM's own, per phase"
             if fitted.frontend is not None
             else "frontend: not fitted (vLLM's latency sums were not readable)",
+            _noise_line(fitted.step_spread),
             _queue_line(fitted.frontend_queue, run.server_pid),
             _saturation_line(results),
             "kv_capacity_tokens: vllm:cache_config_info num_gpu_blocks x block_size"
@@ -303,6 +304,13 @@ def _phase_line(r: Any) -> str:
     server = f" server cpu={r.server.cpu_s:.3f}s wait={r.server.wait_s:.3f}s" if r.server else ""
     line = f"{p.name} c={p.concurrency} prompt={p.prompt_tokens} out={p.output_tokens} {counts}"
     return f"{line} wall={r.wall_s:.2f}s{server}"
+
+
+def _noise_line(spread: dict[str, float]) -> str:
+    if not spread:
+        return "step_time.noise_cv: not measured (no step histogram from the plugin); 0 assumed"
+    each = ", ".join(f"{name} {cv:.2f}" for name, cv in spread.items())
+    return f"step_time.noise_cv: median step-time spread (lognormal cv, the plugin's histogram): {each}"
 
 
 def _queue_line(queue: Any, pid: int | None) -> str:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from fleetslo.engine.book import STEP_BUCKETS
 from fleetslo.engine.client import Shot, completion_body, shoot
 from fleetslo.engine.procstat import ProcessTimes, process_times
 
@@ -40,6 +41,14 @@ ENGINE_COUNTERS = (
     "vllm:request_time_per_output_token_seconds_sum",
     "vllm:request_time_per_output_token_seconds_count",
 )
+#: The plugin's step-time histogram: cumulative bucket counts, read around each phase as well (the
+#: step time's spread, not only its mean: what a busy host's stalls do to it).
+STEP_HISTOGRAM = "fleetslo_engine_step_duration_seconds_bucket"
+
+
+def bucket_key(bound: float) -> str:
+    """The key of one cumulative bucket of ``STEP_HISTOGRAM`` in ``read_counters``' totals."""
+    return f"{STEP_HISTOGRAM}{{le={bound!r}}}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,11 +76,14 @@ class PhaseResult:
 
 
 def read_counters(text: str) -> dict[str, float]:
-    """Totals of every sample on a Prometheus text page, summed over labels, by sample name."""
+    """Totals of every sample on a Prometheus text page, summed over labels, by sample name; a
+    histogram bucket by name and bound (``bucket_key``)."""
     totals: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            totals[sample.name] = totals.get(sample.name, 0.0) + float(sample.value)
+            le = sample.labels.get("le")
+            name = sample.name if le is None else f"{sample.name}{{le={float(le)!r}}}"
+            totals[name] = totals.get(name, 0.0) + float(sample.value)
     return totals
 
 
@@ -80,6 +92,10 @@ def counter_deltas(before: dict[str, float], after: dict[str, float]) -> dict[st
     for name in ENGINE_COUNTERS:
         total = name if name.endswith(("_sum", "_count")) else f"{name}_total"
         out[name] = after[total] - before[total] if total in after and total in before else None
+    for bound in STEP_BUCKETS:
+        key = bucket_key(bound)
+        if key in after and key in before:
+            out[key] = after[key] - before[key]
     return out
 
 

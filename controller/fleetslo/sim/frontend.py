@@ -12,7 +12,10 @@ after. Its time is CPU time, and on a busy host that CPU is shared: a fixed dela
   tokens as fast as requests bring them), takes the share ``ρ = c·k·tokens/s`` of the server, so
   pre-processing runs at ``1 − ρ`` of its speed and each streamed token takes ``c·k / (1 − ρ)``;
 * the client's first token comes that request's wait, pre-processing and one streamed token later
-  than the engine made it; later tokens are pipelined behind it, so TPOT keeps the engine's pace.
+  than the engine made it; later tokens are pipelined behind it, so TPOT keeps the engine's pace;
+* on a busy host every hop of the request's path (client, API server, engine core) also waits to
+  be scheduled: a lognormal delay per request (``host_delay_*``, measured by ``fleetslo profile``
+  as the client's TTFT beyond vLLM's own at low load), drawn from a seeded generator.
 
 ``a``, ``b``, ``c`` are CPU seconds the API server process spent (``fleetslo profile`` reads them
 from ``/proc``), ``k`` the wall seconds per CPU second it got while profiled (its run time plus
@@ -25,6 +28,7 @@ only the client's timestamps move. Pure arithmetic in simulated time: no I/O, no
 from __future__ import annotations
 
 import math
+import random
 
 from fleetslo.sim.profile import FrontendQueue
 
@@ -38,13 +42,15 @@ MAX_STREAMING_SHARE = 0.95
 class FrontendServer:
     """One API server's queue; ``admit`` is called once per request, in arrival order."""
 
-    def __init__(self, queue: FrontendQueue) -> None:
+    def __init__(self, queue: FrontendQueue, seed: int = 0) -> None:
         self.per_request = queue.per_request_cpu_s * queue.cpu_stretch
         self.per_prompt = queue.per_prompt_token_cpu_s * queue.cpu_stretch
         self.per_token = queue.per_output_token_cpu_s * queue.cpu_stretch
         self.free_at = -math.inf  # when the pre-processing already queued is done
         self.token_rate = 0.0  # output tokens per second arriving (the streaming load)
         self.rate_at = 0.0
+        self.host_median, self.host_sigma = queue.host_delay_median_s, queue.host_delay_sigma
+        self._rng = random.Random(seed)
 
     def streaming_share(self) -> float:
         return min(MAX_STREAMING_SHARE, self.per_token * self.token_rate)
@@ -55,7 +61,12 @@ class FrontendServer:
         speed = 1.0 - self.streaming_share()
         start = max(now, self.free_at)
         self.free_at = start + (self.per_request + self.per_prompt * input_tokens) / speed
-        return self.free_at - now + self.per_token / speed
+        return self.free_at - now + self.per_token / speed + self._host_delay()
+
+    def _host_delay(self) -> float:
+        if self.host_median <= 0:
+            return 0.0
+        return self.host_median * math.exp(self.host_sigma * self._rng.gauss(0.0, 1.0))
 
     def _count_tokens(self, now: float, output_tokens: int) -> None:
         """Decay the rate to ``now`` and add this request's tokens (an EWMA of arrivals, per second)."""

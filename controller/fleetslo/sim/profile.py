@@ -72,6 +72,10 @@ class FrontendQueue(_Frozen):
     per_prompt_token_cpu_s: float = Field(default=0.0, ge=0)
     per_output_token_cpu_s: float = Field(default=0.0, ge=0)
     cpu_stretch: float = Field(default=1.0, ge=1)
+    #: The host's wake-up latency on a request's path (client, API server, engine core: each hop
+    #: waits for a CPU on a busy host), lognormal per request: median and sigma. 0: none.
+    host_delay_median_s: float = Field(default=0.0, ge=0)
+    host_delay_sigma: float = Field(default=0.0, ge=0, le=3)
 
 
 class Provenance(_Frozen):

@@ -3,6 +3,7 @@ the engine it moves only the client's timestamps (vLLM's own page and TPOT stay 
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -93,3 +94,13 @@ def test_a_queue_replaces_the_fixed_front_end_delays() -> None:
     # A queue with 2 ms of prompt work and nothing else: not the fixed 0.5 s and 10 ms per token.
     assert a.first_token - b.first_token == pytest.approx(200 * 1e-5)  # type: ignore[operator]
     assert a.finish - b.finish == pytest.approx(200 * 1e-5)  # type: ignore[operator]
+
+
+def test_the_hosts_delay_is_lognormal_per_request_and_reproducible() -> None:
+    queue = FrontendQueue(per_request_cpu_s=0.0, host_delay_median_s=0.02, host_delay_sigma=0.5)
+    first = [FrontendServer(queue).admit(float(i), 0, 1) for i in range(1)]
+    server = FrontendServer(queue)
+    delays = sorted(server.admit(float(i), 0, 1) for i in range(20_000))
+    assert delays[len(delays) // 2] == pytest.approx(0.02, rel=0.03)
+    assert delays[int(0.9 * len(delays))] == pytest.approx(0.02 * math.exp(0.5 * 1.2816), rel=0.05)
+    assert FrontendServer(queue).admit(0.0, 0, 1) == first[0]  # seeded: every run draws the same
