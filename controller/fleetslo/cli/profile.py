@@ -105,13 +105,14 @@ def _run_profile(args: argparse.Namespace) -> int:
     bench = Bench(url, model, metrics_url if page is not None else None, server_pid=server_pid)
     phases = plan_phases(concurrency, prompts, args)
     started, load_before = datetime.now(UTC), os.getloadavg()
+    idle = asyncio.run(bench.idle_cpu()) if server_pid is not None else None
     results = _run_with_progress(bench, phases, console)
     results += _saturation_phases(bench, results, args, console)
     host_load = (load_before, os.getloadavg())
     from fleetslo.sim.calibrate import fit
 
-    fitted = fit(results)
-    run = ProfileRun(url, model, max_model_len, page, results, fitted, started, server_pid, host_load)
+    fitted = fit(results, idle)
+    run = ProfileRun(url, model, max_model_len, page, results, fitted, started, server_pid, host_load, idle)
     document = profile_document(args, run)
     Path(args.out).write_text(yaml.safe_dump(document, sort_keys=False, width=110), encoding="utf-8")
     _print_fit(console, results, fitted, args.out)
@@ -222,6 +223,8 @@ class ProfileRun:
     server_pid: int | None = None
     #: ``os.getloadavg()`` before and after the benchmark: how busy the host was.
     host_load: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+    #: The API server's CPU seconds per second with no traffic (``None``: not measured).
+    idle_cpu_per_s: float | None = None
 
 
 def profile_document(args: argparse.Namespace, run: ProfileRun) -> dict[str, Any]:
@@ -281,7 +284,7 @@ def profile_document(args: argparse.Namespace, run: ProfileRun) -> dict[str, Any
             if fitted.frontend is not None
             else "frontend: not fitted (vLLM's latency sums were not readable)",
             _noise_line(fitted.step_spread),
-            _queue_line(fitted.frontend_queue, run.server_pid),
+            _queue_line(fitted.frontend_queue, run.server_pid, run.idle_cpu_per_s),
             _saturation_line(results),
             "kv_capacity_tokens: vllm:cache_config_info num_gpu_blocks x block_size"
             if kv_tokens
@@ -313,15 +316,20 @@ def _noise_line(spread: dict[str, float]) -> str:
     return f"step_time.noise_cv: median step-time spread (lognormal cv, the plugin's histogram): {each}"
 
 
-def _queue_line(queue: Any, pid: int | None) -> str:
+def _queue_line(queue: Any, pid: int | None, idle: float | None) -> str:
     if queue is None:
         why = "no API server pid (give --server-pid)" if pid is None else f"pid {pid}'s times unreadable"
         return f"frontend_queue: not fitted ({why}); the simulator uses frontend's fixed delays"
     return (
         f"frontend_queue: the API server process (pid {pid}): CPU seconds per phase from "
         "/proc/PID/task/*/schedstat, non-negative least squares on requests, prompt and output "
-        f"tokens and wall time; cpu_stretch {queue.cpu_stretch:.2f} = (CPU + run-queue wait) / CPU"
+        f"tokens beyond its idle use ({_idle(idle)}); cpu_stretch {queue.cpu_stretch:.2f} = "
+        "(CPU + run-queue wait) / CPU"
     )
+
+
+def _idle(idle: float | None) -> str:
+    return "fitted" if idle is None else f"{idle * 1e3:.1f} ms/s, measured for 2 s with no traffic"
 
 
 def _saturation_line(results: list[Any]) -> str:

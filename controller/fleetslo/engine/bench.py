@@ -153,6 +153,13 @@ class Bench:
         engine = counter_deltas(before, after) if after else {}
         return PhaseResult(phase, tuple(shots), wall, engine, server)
 
+    async def idle_cpu(self, seconds: float = 2.0) -> float | None:
+        """The API server's CPU seconds per second with no traffic (its own loops, health checks)."""
+        before = self.server_times()
+        await asyncio.sleep(seconds)
+        spent = difference(before, self.server_times())
+        return spent.cpu_s / seconds if spent is not None else None
+
     def server_times(self) -> ProcessTimes | None:
         return process_times(self.server_pid) if self.server_pid is not None else None
 

@@ -25,8 +25,9 @@ it stays 0 and the provenance says so.
 **Front end as a queue.** With the API server process's CPU seconds over each phase (``procstat``),
 ``cpu = idle·wall + a·requests + b·prompt tokens + c·output tokens`` (non-negative least squares,
 each phase weighted by 1/its CPU time; ``idle`` is what the server spends per wall second anyway:
-health checks, metrics, its loops) gives ``FrontendQueue``'s work per request and per token, and
-the phases' (CPU + run-queue wait) / CPU the ``cpu_stretch`` this host imposed. Without the process
+health checks, metrics, its loops, measured with no traffic when given, else fitted too) gives
+``FrontendQueue``'s work per request and per token, and the phases' (CPU + run-queue wait) / CPU
+the ``cpu_stretch`` this host imposed. Without the process
 times, ``None``. The host's wake-up delays on the request's path are what remains of the client's
 TTFT beyond vLLM's own at low load (phases of at most two clients, where nothing queues): each
 request's excess over its phase's mean vLLM TTFT, summarised as a lognormal by its median and p90.
@@ -205,9 +206,13 @@ def fit_frontend(results: Sequence[PhaseResult]) -> Frontend | None:
     )
 
 
-def fit_frontend_queue(results: Sequence[PhaseResult]) -> FrontendQueue | None:
+def fit_frontend_queue(
+    results: Sequence[PhaseResult], idle_cpu_per_s: float | None = None
+) -> FrontendQueue | None:
     """The API server's CPU work per request and token and the host's stretch, or ``None`` when
-    fewer than four phases have the server's process times (four coefficients)."""
+    fewer than four phases have the server's process times (four coefficients). ``idle_cpu_per_s``,
+    measured with no traffic, takes the idle term out of the fit: in closed-loop phases wall time
+    grows with the requests, and the fit could otherwise put the work there."""
     measured = [r for r in results if r.server is not None and r.server.cpu_s > 0 and r.ok]
     if len(measured) < 4:
         return None
@@ -216,9 +221,15 @@ def fit_frontend_queue(results: Sequence[PhaseResult]) -> FrontendQueue | None:
         assert r.server is not None
         ok, weight = r.ok, 1.0 / r.server.cpu_s
         prompt, output = sum(s.prompt_tokens for s in ok), sum(s.output_tokens for s in ok)
-        rows.append([r.wall_s * weight, len(ok) * weight, prompt * 1e-3 * weight, output * 1e-3 * weight])
-        targets.append(1.0)
-    _idle, per_request, per_kilo_prompt, per_kilo_output = nnls(rows, targets)
+        work = [len(ok) * weight, prompt * 1e-3 * weight, output * 1e-3 * weight]
+        if idle_cpu_per_s is None:
+            rows.append([r.wall_s * weight, *work])
+            targets.append(1.0)
+        else:
+            rows.append(work)
+            targets.append(1.0 - idle_cpu_per_s * r.wall_s * weight)
+    coefficients = nnls(rows, targets)
+    per_request, per_kilo_prompt, per_kilo_output = coefficients[-3:]
     cpu = sum(r.server.cpu_s for r in measured if r.server is not None)
     wait = sum(r.server.wait_s for r in measured if r.server is not None)
     median, sigma = host_delay(results)
@@ -304,10 +315,10 @@ def fit_noise(results: Sequence[PhaseResult]) -> dict[str, float]:
     return out
 
 
-def fit(results: Sequence[PhaseResult]) -> Fit:
+def fit(results: Sequence[PhaseResult], idle_cpu_per_s: float | None = None) -> Fit:
     step, residuals, measured = fit_step_time(results)
     spread = fit_noise(results)
     if spread:
         step = step.model_copy(update={"noise_cv": min(1.0, statistics.median(spread.values()))})
-    queue = fit_frontend_queue(results)
+    queue = fit_frontend_queue(results, idle_cpu_per_s)
     return Fit(step, fit_frontend(results), queue, residuals, measured, spread)

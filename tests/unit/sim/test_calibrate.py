@@ -165,3 +165,16 @@ def test_the_hosts_delay_is_the_clients_ttft_beyond_vllms_at_low_load() -> None:
     assert median == pytest.approx(0.010)
     assert sigma == pytest.approx(math.log(5) / 1.2816)
     assert host_delay([crowded]) == (0.0, 0.0)
+
+
+def test_a_measured_idle_rate_keeps_the_work_out_of_the_idle_term() -> None:
+    # Closed-loop phases whose wall time is proportional to their requests: with idle fitted too,
+    # wall and requests are one column twice over; with the idle rate measured, the work is found.
+    phases = [_server_phase("c1", 1, 64, 32, n, wall=0.1 * n) for n in (4, 8, 16)] + [
+        _server_phase("p384", 2, 384, 16, 8, wall=0.8),
+        _server_phase("o128", 4, 64, 128, 12, wall=1.2),
+    ]
+    queue = fit_frontend_queue(phases, idle_cpu_per_s=0.020)
+    assert queue is not None
+    assert queue.per_request_cpu_s == pytest.approx(0.002, rel=1e-6)
+    assert queue.per_output_token_cpu_s == pytest.approx(5e-5, rel=1e-6)
