@@ -64,7 +64,6 @@ class Engine:
         self.fe_prompt = fe.per_prompt_token_s if fe else 0.0
         self.fe_output = fe.per_output_token_s if fe else 0.0
         self.frontend = FrontendServer(profile.frontend_queue) if profile.frontend_queue else None
-        self.fe_delays: dict[int, float] = {}
         self._noise = _noise_sampler(st.noise_cv, rng)
         self.noisy = st.noise_cv > 0
         #: Forces runs of at most this many steps (the step-by-step reference in tests).
@@ -98,7 +97,7 @@ class Engine:
         """A request reaches this replica at ``now`` (the caller has synced the engine to ``now``)."""
         req.engine_arrival = now
         if self.frontend is not None:
-            self.fe_delays[req.index] = self.frontend.admit(now, req.input_tokens, req.output_tokens)
+            self.frontend.admit(req.index, now, req.input_tokens, req.output_tokens)
         self.waiting.append(req)
         self.outstanding += 1
 
@@ -304,12 +303,13 @@ class Engine:
 
     def _frontend_first(self, req: SimRequest) -> float:
         if self.frontend is not None:
-            return self.fe_delays.get(req.index, 0.0)
+            return self.frontend.first_delay(req.index)
         return self.fe_request + self.fe_prompt * req.input_tokens
 
     def _record_finish(self, req: SimRequest, when: float) -> None:
-        shift = self.fe_delays.pop(req.index, 0.0) if self.frontend else self._frontend_first(req)
-        req.finish = when + shift + self.fe_output * (req.output_tokens - 1)
+        shift = self._frontend_first(req)
+        last = self.frontend.last_delay(req.index) if self.frontend else shift
+        req.finish = when + last + self.fe_output * (req.output_tokens - 1)
         self.outstanding -= 1
         if self.finished is not None:
             self.finished.append(req)

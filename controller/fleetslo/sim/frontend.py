@@ -14,8 +14,10 @@ after. Its time is CPU time, and on a busy host that CPU is shared: a fixed dela
 * the client's first token comes that request's wait, pre-processing and one streamed token later
   than the engine made it; later tokens are pipelined behind it, so TPOT keeps the engine's pace;
 * on a busy host every hop of the request's path (client, API server, engine core) also waits to
-  be scheduled: a lognormal delay per request (``host_delay_*``, measured by ``fleetslo profile``
-  as the client's TTFT beyond vLLM's own at low load), drawn from a seeded generator.
+  be scheduled: a lognormal delay (``host_delay_*``, measured by ``fleetslo profile`` as the
+  client's TTFT beyond vLLM's own at low load), drawn from a seeded generator for the first token
+  and again, independently, for the last: a stall that delays the end of a stream and not its
+  start stretches the client's TPOT (and one at the start shortens it), as a busy host does.
 
 ``a``, ``b``, ``c`` are CPU seconds the API server process spent (``fleetslo profile`` reads them
 from ``/proc``), ``k`` the wall seconds per CPU second it got while profiled (its run time plus
@@ -40,7 +42,8 @@ MAX_STREAMING_SHARE = 0.95
 
 
 class FrontendServer:
-    """One API server's queue; ``admit`` is called once per request, in arrival order."""
+    """One API server's queue; ``admit`` is called once per request, in arrival order, and the
+    request's delays are read back by index (the last one read when it finishes forgets it)."""
 
     def __init__(self, queue: FrontendQueue, seed: int = 0) -> None:
         self.per_request = queue.per_request_cpu_s * queue.cpu_stretch
@@ -51,17 +54,29 @@ class FrontendServer:
         self.rate_at = 0.0
         self.host_median, self.host_sigma = queue.host_delay_median_s, queue.host_delay_sigma
         self._rng = random.Random(seed)
+        self._delays: dict[int, tuple[float, float]] = {}
 
     def streaming_share(self) -> float:
         return min(MAX_STREAMING_SHARE, self.per_token * self.token_rate)
 
-    def admit(self, now: float, input_tokens: int, output_tokens: int) -> float:
+    def admit(self, index: int, now: float, input_tokens: int, output_tokens: int) -> float:
         """Seconds the client's first token comes after the engine's, for a request arriving now."""
         self._count_tokens(now, output_tokens)
         speed = 1.0 - self.streaming_share()
         start = max(now, self.free_at)
         self.free_at = start + (self.per_request + self.per_prompt * input_tokens) / speed
-        return self.free_at - now + self.per_token / speed + self._host_delay()
+        queued = self.free_at - now + self.per_token / speed
+        first = queued + self._host_delay()
+        self._delays[index] = (first, queued + self._host_delay())
+        return first
+
+    def first_delay(self, index: int) -> float:
+        """How much later than the engine's the client sees request ``index``'s first token."""
+        return self._delays.get(index, (0.0, 0.0))[0]
+
+    def last_delay(self, index: int) -> float:
+        """How much later than the engine's the client sees its last token (and forget it)."""
+        return self._delays.pop(index, (0.0, 0.0))[1]
 
     def _host_delay(self) -> float:
         if self.host_median <= 0:
