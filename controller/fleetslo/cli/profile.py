@@ -344,12 +344,8 @@ def _saturation_line(results: list[Any]) -> str:
 def _load_line(host_load: Any) -> str:
     if host_load is None:
         return "host load: not recorded"
-    before, after = host_load
-    return f"host load (1/5/15-min load averages): {_loads(before)} before, {_loads(after)} after"
-
-
-def _loads(values: Any) -> str:
-    return "/".join(f"{v:.2f}" for v in values)
+    before, after = ("/".join(f"{v:.2f}" for v in values) for values in host_load)
+    return f"host load (1/5/15-min load averages): {before} before, {after} after"
 
 
 def _point(result: Any) -> dict[str, float] | None:
