@@ -24,8 +24,8 @@ FIGURES = REPO / "out" / "realvllm" / "figures.json"
 PORT = int(os.environ.get("FLEETSLO_REALVLLM_PORT", "0")) or free_port()
 
 
-#: The test that needs the machine to itself (two replicas of its own) runs after all the others.
-LAST = "test_run_local_real.py"
+#: The tests that need the machine to themselves (replicas of their own) run after all the others.
+LAST = ("test_run_local_real.py", "test_demo_real.py")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -34,7 +34,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.realvllm)
             # Setup may include installing the environment and starting a replica (minutes on a busy machine).
             item.add_marker(pytest.mark.timeout(1200))
-    items.sort(key=lambda item: Path(str(item.fspath)).name == LAST)  # stable: only moves that one
+    items.sort(key=lambda item: Path(str(item.fspath)).name in LAST)  # stable: only moves those
 
 
 @pytest.fixture(scope="session")

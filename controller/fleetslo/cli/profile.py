@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -56,6 +57,20 @@ def _configure_profile(p: argparse.ArgumentParser) -> None:
         "--cold-start", dest="cold_start", type=float, default=40.0, help="seconds to healthy (default 40)"
     )
     p.add_argument(
+        "--server-pid",
+        dest="server_pid",
+        type=int,
+        help="the vLLM API server's pid, for its CPU time (default: whoever listens on --url's port, "
+        "when that is a local vLLM; through the gate, give it)",
+    )
+    p.add_argument(
+        "--saturation-repeats",
+        dest="saturation_repeats",
+        type=int,
+        default=3,
+        help="short closed-loop phases at the busiest concurrency; their median is the saturation rate",
+    )
+    p.add_argument(
         "--validate", action="store_true", help="also check the fit open-loop at 30/60/90%% of saturation"
     )
     p.add_argument("--validate-seconds", dest="validate_seconds", type=float, default=25.0)
@@ -86,14 +101,19 @@ def _run_profile(args: argparse.Namespace) -> int:
     model, max_model_len = _served_model(url, args.model)
     metrics_url = args.metrics_url or f"{url}/metrics"
     page = _page(metrics_url)
-    bench = Bench(url, model, metrics_url if page is not None else None)
+    server_pid = args.server_pid if args.server_pid is not None else _local_server(url, args.metrics_url)
+    bench = Bench(url, model, metrics_url if page is not None else None, server_pid=server_pid)
     phases = plan_phases(concurrency, prompts, args)
-    started = datetime.now(UTC)
+    started, load_before = datetime.now(UTC), os.getloadavg()
+    idle = asyncio.run(bench.idle_cpu()) if server_pid is not None else None
     results = _run_with_progress(bench, phases, console)
+    results += _saturation_phases(bench, results, args, console)
+    host_load = (load_before, os.getloadavg())
     from fleetslo.sim.calibrate import fit
 
-    fitted = fit(results)
-    document = profile_document(args, ProfileRun(url, model, max_model_len, page, results, fitted, started))
+    fitted = fit(results, idle)
+    run = ProfileRun(url, model, max_model_len, page, results, fitted, started, server_pid, host_load, idle)
+    document = profile_document(args, run)
     Path(args.out).write_text(yaml.safe_dump(document, sort_keys=False, width=110), encoding="utf-8")
     _print_fit(console, results, fitted, args.out)
     if args.validate:
@@ -112,6 +132,37 @@ def plan_phases(concurrency: list[int], prompts: list[int], args: argparse.Names
     # Prompt sweep at two clients: prefill chunks then run beside a decoding sequence (mixed steps).
     phases += [Phase(f"p{p}", 2, p, max(8, out // 2), 2 * args.requests) for p in prompts]
     return phases
+
+
+def _local_server(url: str, metrics_url: str | None) -> int | None:
+    """The pid listening on ``url``'s port when that is vLLM itself on this machine (not a gate:
+    then ``--metrics-url`` points elsewhere and the listener is the sidecar)."""
+    from urllib.parse import urlsplit
+
+    from fleetslo.engine.procstat import listening_pid
+
+    parts = urlsplit(url)
+    local = parts.hostname in ("127.0.0.1", "localhost", "::1")
+    if not local or parts.port is None or (metrics_url and metrics_url.rstrip("/") != f"{url}/metrics"):
+        return None
+    return listening_pid(parts.port)
+
+
+def _saturation_phases(bench: Any, results: list[Any], args: argparse.Namespace, console: Any) -> list[Any]:
+    """Repeats of the sweep's busiest phase, shorter: one phase's rate swings with the host's other
+    load, the median of several is what ``--validate`` takes as the saturation rate."""
+    from fleetslo.engine.bench import Phase
+
+    sweep = [r for r in results if r.phase.name.startswith("c") and r.wall_s > 0]
+    if not sweep or args.saturation_repeats < 1:
+        return []
+    busiest = max(sweep, key=lambda r: len(r.ok) / r.wall_s).phase
+    repeats = [
+        Phase(f"s{busiest.concurrency}-{i}", busiest.concurrency, busiest.prompt_tokens,
+              busiest.output_tokens, max(4, busiest.requests // 2))
+        for i in range(args.saturation_repeats)
+    ]  # fmt: skip
+    return _run_with_progress(bench, repeats, console, warm_up=False)
 
 
 def _served_model(url: str, wanted: str | None) -> tuple[str, int | None]:
@@ -133,18 +184,19 @@ def _page(metrics_url: str) -> str | None:
     return response.text if response.status_code == 200 else None
 
 
-def _run_with_progress(bench: Any, phases: list[Any], console: Any) -> list[Any]:
+def _run_with_progress(bench: Any, phases: list[Any], console: Any, *, warm_up: bool = True) -> list[Any]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     total = sum(p.requests for p in phases)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=False) as bar:
-        task = bar.add_task("warm-up", total=total + 2)
+        task = bar.add_task("warm-up", total=total + (2 if warm_up else 0))
 
         async def run_all() -> list[Any]:
             from fleetslo.engine.bench import Phase
 
-            await bench.closed(Phase("warm-up", 1, 16, 4, 2), lambda n: bar.advance(task, n))
+            if warm_up:
+                await bench.closed(Phase("warm-up", 1, 16, 4, 2), lambda n: bar.advance(task, n))
             out = []
             for phase in phases:
                 bar.update(
@@ -168,6 +220,11 @@ class ProfileRun:
     results: list[Any]
     fitted: Any
     started: datetime
+    server_pid: int | None = None
+    #: ``os.getloadavg()`` before and after the benchmark: how busy the host was.
+    host_load: tuple[tuple[float, ...], tuple[float, ...]] | None = None
+    #: The API server's CPU seconds per second with no traffic (``None``: not measured).
+    idle_cpu_per_s: float | None = None
 
 
 def profile_document(args: argparse.Namespace, run: ProfileRun) -> dict[str, Any]:
@@ -202,6 +259,8 @@ def profile_document(args: argparse.Namespace, run: ProfileRun) -> dict[str, Any
     }
     if fitted.frontend is not None:
         doc["frontend"] = {k: float(v) for k, v in fitted.frontend.model_dump().items()}
+    if fitted.frontend_queue is not None:
+        doc["frontend_queue"] = {k: float(v) for k, v in fitted.frontend_queue.model_dump().items()}
     doc["calibration"] = {
         "workload": {
             "input_tokens": args.sweep_prompt,
@@ -224,6 +283,9 @@ def profile_document(args: argparse.Namespace, run: ProfileRun) -> dict[str, Any
             "frontend: mean client TTFT/TPOT minus vLLM's own, per phase"
             if fitted.frontend is not None
             else "frontend: not fitted (vLLM's latency sums were not readable)",
+            _noise_line(fitted.step_spread),
+            _queue_line(fitted.frontend_queue, run.server_pid, run.idle_cpu_per_s),
+            _saturation_line(results),
             "kv_capacity_tokens: vllm:cache_config_info num_gpu_blocks x block_size"
             if kv_tokens
             else "kv_capacity_tokens: not on the page (100000 assumed)",
@@ -233,6 +295,7 @@ def profile_document(args: argparse.Namespace, run: ProfileRun) -> dict[str, Any
             f"fleetslo profile, {started.isoformat(timespec='seconds')}, against {url} (model {model})",
             "phases: " + "; ".join(_phase_line(r) for r in results),
             f"engine page had the plugin: {'fleetslo_engine_steps_total' in read_counters(page or '')}",
+            _load_line(run.host_load),
         ],
     }  # fmt: skip
     return doc
@@ -241,7 +304,48 @@ def profile_document(args: argparse.Namespace, run: ProfileRun) -> dict[str, Any
 def _phase_line(r: Any) -> str:
     p = r.phase
     counts = f"n={len(r.ok)}/{len(r.shots)}"
-    return f"{p.name} c={p.concurrency} prompt={p.prompt_tokens} out={p.output_tokens} {counts}"
+    server = f" server cpu={r.server.cpu_s:.3f}s wait={r.server.wait_s:.3f}s" if r.server else ""
+    line = f"{p.name} c={p.concurrency} prompt={p.prompt_tokens} out={p.output_tokens} {counts}"
+    return f"{line} wall={r.wall_s:.2f}s{server}"
+
+
+def _noise_line(spread: dict[str, float]) -> str:
+    if not spread:
+        return "step_time.noise_cv: not measured (no step histogram from the plugin); 0 assumed"
+    each = ", ".join(f"{name} {cv:.2f}" for name, cv in spread.items())
+    return f"step_time.noise_cv: median step-time spread (lognormal cv, the plugin's histogram): {each}"
+
+
+def _queue_line(queue: Any, pid: int | None, idle: float | None) -> str:
+    if queue is None:
+        why = "no API server pid (give --server-pid)" if pid is None else f"pid {pid}'s times unreadable"
+        return f"frontend_queue: not fitted ({why}); the simulator uses frontend's fixed delays"
+    return (
+        f"frontend_queue: the API server process (pid {pid}): CPU seconds per phase from "
+        "/proc/PID/task/*/schedstat, non-negative least squares on requests, prompt and output "
+        f"tokens beyond its idle use ({_idle(idle)}); cpu_stretch {queue.cpu_stretch:.2f} = "
+        "(CPU + run-queue wait) / CPU"
+    )
+
+
+def _idle(idle: float | None) -> str:
+    return "fitted" if idle is None else f"{idle * 1e3:.1f} ms/s, measured for 2 s with no traffic"
+
+
+def _saturation_line(results: list[Any]) -> str:
+    from fleetslo.cli.profile_check import saturation_rate
+
+    rate, phase, rates = saturation_rate(results)
+    each = ", ".join(f"{r:.2f}" for r in rates)
+    clients = phase.concurrency
+    return f"saturation: {rate:.2f} req/s, the median of closed-loop phases at {clients} clients ({each})"
+
+
+def _load_line(host_load: Any) -> str:
+    if host_load is None:
+        return "host load: not recorded"
+    before, after = ("/".join(f"{v:.2f}" for v in values) for values in host_load)
+    return f"host load (1/5/15-min load averages): {before} before, {after} after"
 
 
 def _point(result: Any) -> dict[str, float] | None:
@@ -288,3 +392,6 @@ def _print_fit(console: Any, results: list[Any], fitted: Any, out: str) -> None:
     console.print(table)
     console.print(f"step time: {fitted.step_time.model_dump()}")
     console.print(f"front end: {fitted.frontend.model_dump() if fitted.frontend else 'not fitted'}")
+    queue = fitted.frontend_queue
+    shown = queue.model_dump() if queue else "not fitted (no API server times)"
+    console.print(f"front end as a queue: {shown}")

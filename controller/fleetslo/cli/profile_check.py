@@ -1,15 +1,20 @@
 """``fleetslo profile --validate``: does the fitted profile predict what a client sees at loads the
-fit never saw? Open-loop Poisson arrivals at 30, 60 and 90 % of the saturation rate the sweep
-measured, each replayed against the real server and through ``fleetslo simulate``'s code (one
+fit never saw? Open-loop Poisson arrivals at 30, 60 and 90 % of the saturation rate (the median of
+the repeated short phases at the sweep's busiest concurrency: one phase swings with the host's other
+load), each replayed against the real server and through ``fleetslo simulate``'s code (one
 static replica with the new profile) on exactly the same arrivals; p90 TTFT and TPOT side by side.
-The result is appended to the profile's provenance, so the file says how good it is.
+The result is appended to the profile's provenance, so the file says how good it is; each row of
+``FILE.validation.json`` also says how busy the host was (``os.getloadavg()``) and how long the API
+server waited for a CPU during that run, against the profile's ``cpu_stretch``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
+import statistics
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -22,11 +27,16 @@ FRACTIONS = (0.3, 0.6, 0.9)
 TOLERANCE = 0.20
 
 
-def saturation_rate(results: list[Any]) -> tuple[float, Any]:
-    """Highest request rate of the concurrency sweep (its phases are named ``c<N>``), and that phase."""
+def saturation_rate(results: list[Any]) -> tuple[float, Any, list[float]]:
+    """The saturation rate, the phase it was measured with, and every rate it is the median of: the
+    repeats (phases ``s<N>-<i>``) if there are any, else the concurrency sweep's best (``c<N>``)."""
+    repeats = [r for r in results if r.phase.name.startswith("s") and r.wall_s > 0]
+    if repeats:
+        rates = [len(r.ok) / r.wall_s for r in repeats]
+        return statistics.median(rates), repeats[0].phase, rates
     sweep = [r for r in results if r.phase.name.startswith("c") and r.wall_s > 0]
     best = max(sweep, key=lambda r: len(r.ok) / r.wall_s)
-    return len(best.ok) / best.wall_s, best.phase
+    return len(best.ok) / best.wall_s, best.phase, [len(best.ok) / best.wall_s]
 
 
 def poisson_arrivals(
@@ -105,6 +115,28 @@ def _engine_means(before: dict[str, float], after: dict[str, float]) -> dict[str
     }
 
 
+def _profile_stretch(profile_path: str) -> float | None:
+    queue = (yaml.safe_load(Path(profile_path).read_text(encoding="utf-8")) or {}).get("frontend_queue")
+    return float(queue["cpu_stretch"]) if isinstance(queue, dict) and "cpu_stretch" in queue else None
+
+
+def _host(
+    load_before: tuple[float, ...], before: Any, after: Any, profile_stretch: float | None
+) -> dict[str, Any]:
+    """How busy the host was during one open-loop run, and what that did to the API server."""
+    from fleetslo.engine.bench import difference
+
+    server = difference(before, after)
+    stretch = (server.cpu_s + server.wait_s) / server.cpu_s if server and server.cpu_s > 0 else None
+    return {
+        "loadavg_before": list(load_before),
+        "loadavg_after": list(os.getloadavg()),
+        "server_cpu_s": server.cpu_s if server else None,
+        "server_cpu_stretch": stretch,
+        "profile_cpu_stretch": profile_stretch,
+    }
+
+
 def _error(predicted: float | None, measured: float | None) -> float | None:
     return None if predicted is None or not measured else predicted / measured - 1
 
@@ -112,7 +144,8 @@ def _error(predicted: float | None, measured: float | None) -> float | None:
 def validate(bench: Any, profile_path: str, results: list[Any], seconds: float, console: Any) -> bool:
     from rich.table import Table
 
-    rate, phase = saturation_rate(results)
+    rate, phase, _ = saturation_rate(results)
+    stretch = _profile_stretch(profile_path)
     table = Table(title=f"open-loop check of {profile_path} (saturation {rate:.2f} req/s)")
     for col in (
         "load",
@@ -132,9 +165,10 @@ def validate(bench: Any, profile_path: str, results: list[Any], seconds: float, 
         arrivals = poisson_arrivals(
             rate * fraction, seconds, phase.prompt_tokens, phase.output_tokens, seed=i
         )
-        before = _engine_counters(bench)
+        before, server_before, load_before = _engine_counters(bench), bench.server_times(), os.getloadavg()
         shots = asyncio.run(bench.run_open(arrivals))
         engine = _engine_means(before, _engine_counters(bench))
+        host = _host(load_before, server_before, bench.server_times(), stretch)
         ttft, tpot, failed = client_p90s(shots)
         sim_ttft, sim_tpot = simulated_p90s(profile_path, arrivals)
         e_ttft, e_tpot = _error(sim_ttft, ttft), _error(sim_tpot, tpot)
@@ -142,7 +176,7 @@ def validate(bench: Any, profile_path: str, results: list[Any], seconds: float, 
         rows.append(
             {"fraction": fraction, "rate": rate * fraction, "requests": len(arrivals), "failed": failed,
              "client_p90_ttft_s": ttft, "sim_p90_ttft_s": sim_ttft, "ttft_error": e_ttft,
-             "client_p90_tpot_s": tpot, "sim_p90_tpot_s": sim_tpot, "tpot_error": e_tpot, **engine}
+             "client_p90_tpot_s": tpot, "sim_p90_tpot_s": sim_tpot, "tpot_error": e_tpot, **engine, **host}
         )  # fmt: skip
         table.add_row(
             f"{fraction:.0%}", f"{rate * fraction:.2f}", str(len(arrivals)), str(failed),

@@ -197,16 +197,31 @@ def _run_sim_server(args: argparse.Namespace) -> int:
 
 
 def _configure_demo(p: argparse.ArgumentParser) -> None:
-    from fleetslo.sim.demo.scenario import DEFAULT_PROFILE, DEFAULT_TRACE, SCENARIOS
+    from fleetslo.sim.demo.scenario import DEFAULT_PROFILE, DEFAULT_TRACE, ENGINES, SCENARIOS
+    from fleetslo.sim.demo.vllm import PROFILE as VLLM_PROFILE
 
     which = p.add_mutually_exclusive_group()
     which.add_argument("--trace", default=DEFAULT_TRACE, help=f"trace to replay (default {DEFAULT_TRACE})")
     which.add_argument("--scenario", choices=SCENARIOS, help="synthetic traffic instead of a trace")
-    p.add_argument("--duration", default="120s", help="wall time of the replay (default 120s)")
-    p.add_argument("--speedup", type=float, default=10.0, help="simulated seconds per wall second (10)")
-    p.add_argument("--rps", type=float, default=2.5, help="mean simulated requests/s before the spike (2.5)")
+    p.add_argument("--duration", help="wall time of the replay (default 120s; 180s with --engine vllm)")
+    p.add_argument(
+        "--speedup", type=float, help="simulated seconds per wall second (10; 1 with --engine vllm)"
+    )
+    p.add_argument(
+        "--rps", type=float, help="mean simulated requests/s before the spike (2.5; 1 with --engine vllm)"
+    )
     p.add_argument("--spike", type=float, default=2.5, help="traffic ×N from 40%% to 60%% of the run (2.5)")
-    p.add_argument("--profile", default=DEFAULT_PROFILE, help=f"engine profile (default {DEFAULT_PROFILE})")
+    p.add_argument(
+        "--profile", help=f"engine profile (default {DEFAULT_PROFILE}; {VLLM_PROFILE} with --engine vllm)"
+    )
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="sim",
+        help="sim: simulated replicas (default); vllm: real vLLM replicas on this machine, one per core "
+        "(needs `bash scripts/install-vllm.sh`)",
+    )
+    p.add_argument("--vllm-python", dest="vllm_python", help="the vLLM environment's python (.venv-vllm)")
     p.add_argument("--slo-ttft", dest="slo_ttft", default="2s", help="p90 TTFT target (default 2s)")
     p.add_argument("--slo-tpot", dest="slo_tpot", default="50ms", help="p90 TPOT target (default 50ms)")
     p.add_argument("--min-replicas", dest="min_replicas", type=int, default=1)
@@ -217,12 +232,25 @@ def _configure_demo(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prometheus", action="store_true", help="also run a local Prometheus with the rules")
 
 
+def _real_fleet_options(options: Any) -> Any:
+    """``--engine vllm``: a clear error now if the environment is missing, and at most as many
+    replicas as this machine holds (a core and ≈3.6 GB each)."""
+    from fleetslo.sim.demo import vllm
+
+    vllm.find_python(options.vllm_python)
+    room = len(vllm.capacity())
+    if room < options.min_replicas:
+        raise ConfigError(f"--min-replicas: this machine holds {room} vLLM replicas (a core and 3.6 GB each)")
+    return replace(options, max_replicas=min(options.max_replicas, room))
+
+
 def _run_demo(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from fleetslo.core.config import parse_duration
     from fleetslo.sim.demo.app import run_demo
-    from fleetslo.sim.demo.scenario import DemoOptions
+    from fleetslo.sim.demo.scenario import DEFAULT_PROFILE, DemoOptions
+    from fleetslo.sim.demo.vllm import PROFILE as VLLM_PROFILE
     from fleetslo.sim.traces import load_trace
 
     def seconds(flag: str, value: str | None) -> float | None:
@@ -231,14 +259,21 @@ def _run_demo(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise ConfigError(f"--{flag}: {exc}") from None
 
+    real = args.engine == "vllm"
     options = DemoOptions(
         trace=None if args.scenario else args.trace, scenario=args.scenario,
-        duration_s=seconds("duration", args.duration) or 0.0, speedup=args.speedup, rps=args.rps,
-        spike=args.spike, profile=args.profile, ttft_s=seconds("slo-ttft", args.slo_ttft) or 0.0,
+        duration_s=seconds("duration", args.duration or ("180s" if real else "120s")) or 0.0,
+        speedup=args.speedup if args.speedup is not None else (1.0 if real else 10.0),
+        rps=args.rps if args.rps is not None else (1.0 if real else 2.5),
+        spike=args.spike, profile=args.profile or (VLLM_PROFILE if real else DEFAULT_PROFILE),
+        ttft_s=seconds("slo-ttft", args.slo_ttft) or 0.0,
         tpot_s=seconds("slo-tpot", args.slo_tpot) or 0.0, min_replicas=args.min_replicas,
         max_replicas=args.max_replicas, cold_start_s=seconds("cold-start", args.cold_start), seed=args.seed,
-        report=args.report, prometheus=args.prometheus, log_level=args.log_level,
+        report=args.report, prometheus=args.prometheus, log_level=args.log_level, engine=args.engine,
+        vllm_python=args.vllm_python,
     ).check()  # fmt: skip
+    if real:
+        options = _real_fleet_options(options)
     prepare_output(options.report, "--report")  # before minutes of live run, not after
     if options.trace is not None and not Path(options.trace).is_file():
         raise ConfigError(f"--trace: {options.trace} not found (run from the repository or give a file)")

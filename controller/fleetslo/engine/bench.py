@@ -7,6 +7,9 @@ phase the engine's ``/metrics`` page is read: the differences of vLLM's own TTFT
 fleetslo plugin's step totals (``fleetslo_engine_step_*``) say what the engine saw in that phase. A
 counter that the page does not have is ``None`` in the result, never 0.
 
+With the API server's pid (a vLLM on this machine), its CPU time and run-queue wait over the phase
+are read from /proc as well (``procstat``): the front end's work, and how long the host made it take.
+
 ``run_open`` replays a fixed list of arrivals open-loop (the validation of a fitted profile).
 This module sends and measures; ``fleetslo.sim.calibrate`` fits.
 """
@@ -21,7 +24,9 @@ from dataclasses import dataclass
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from fleetslo.engine.book import STEP_BUCKETS
 from fleetslo.engine.client import Shot, completion_body, shoot
+from fleetslo.engine.procstat import ProcessTimes, process_times
 
 #: Engine counters read around each phase: the plugin's step totals and vLLM's latency sums.
 ENGINE_COUNTERS = (
@@ -36,6 +41,14 @@ ENGINE_COUNTERS = (
     "vllm:request_time_per_output_token_seconds_sum",
     "vllm:request_time_per_output_token_seconds_count",
 )
+#: The plugin's step-time histogram: cumulative bucket counts, read around each phase as well (the
+#: step time's spread, not only its mean: what a busy host's stalls do to it).
+STEP_HISTOGRAM = "fleetslo_engine_step_duration_seconds_bucket"
+
+
+def bucket_key(bound: float) -> str:
+    """The key of one cumulative bucket of ``STEP_HISTOGRAM`` in ``read_counters``' totals."""
+    return f"{STEP_HISTOGRAM}{{le={bound!r}}}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +67,8 @@ class PhaseResult:
     wall_s: float
     #: Differences over the phase of ``ENGINE_COUNTERS`` (``None``: not on the page).
     engine: dict[str, float | None]
+    #: The API server process's CPU seconds and run-queue wait over the phase (``None``: not read).
+    server: ProcessTimes | None = None
 
     @property
     def ok(self) -> list[Shot]:
@@ -61,11 +76,14 @@ class PhaseResult:
 
 
 def read_counters(text: str) -> dict[str, float]:
-    """Totals of every sample on a Prometheus text page, summed over labels, by sample name."""
+    """Totals of every sample on a Prometheus text page, summed over labels, by sample name; a
+    histogram bucket by name and bound (``bucket_key``)."""
     totals: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            totals[sample.name] = totals.get(sample.name, 0.0) + float(sample.value)
+            le = sample.labels.get("le")
+            name = sample.name if le is None else f"{sample.name}{{le={float(le)!r}}}"
+            totals[name] = totals.get(name, 0.0) + float(sample.value)
     return totals
 
 
@@ -74,14 +92,26 @@ def counter_deltas(before: dict[str, float], after: dict[str, float]) -> dict[st
     for name in ENGINE_COUNTERS:
         total = name if name.endswith(("_sum", "_count")) else f"{name}_total"
         out[name] = after[total] - before[total] if total in after and total in before else None
+    for bound in STEP_BUCKETS:
+        key = bucket_key(bound)
+        if key in after and key in before:
+            out[key] = after[key] - before[key]
     return out
 
 
 class Bench:
     """Phases against one server: ``url`` for requests, ``metrics_url`` for the engine's page."""
 
-    def __init__(self, url: str, model: str, metrics_url: str | None, timeout_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        metrics_url: str | None,
+        timeout_s: float = 120.0,
+        server_pid: int | None = None,
+    ) -> None:
         self.url, self.model, self.metrics_url = url.rstrip("/"), model, metrics_url
+        self.server_pid = server_pid
         self.timeout_s = timeout_s
         self._salt = 0
 
@@ -102,6 +132,7 @@ class Bench:
         limits = httpx.Limits(max_connections=phase.concurrency + 4)
         async with httpx.AsyncClient(timeout=self.timeout_s, limits=limits) as http:
             before = await self._page(http)
+            server_before = self.server_times()
             remaining = phase.requests
             shots: list[Shot] = []
 
@@ -117,8 +148,20 @@ class Bench:
             start = time.monotonic()
             await asyncio.gather(*(worker() for _ in range(phase.concurrency)))
             wall = time.monotonic() - start
+            server = difference(server_before, self.server_times())
             after = await self._page(http)
-        return PhaseResult(phase, tuple(shots), wall, counter_deltas(before, after) if after else {})
+        engine = counter_deltas(before, after) if after else {}
+        return PhaseResult(phase, tuple(shots), wall, engine, server)
+
+    async def idle_cpu(self, seconds: float = 2.0) -> float | None:
+        """The API server's CPU seconds per second with no traffic (its own loops, health checks)."""
+        before = self.server_times()
+        await asyncio.sleep(seconds)
+        spent = difference(before, self.server_times())
+        return spent.cpu_s / seconds if spent is not None else None
+
+    def server_times(self) -> ProcessTimes | None:
+        return process_times(self.server_pid) if self.server_pid is not None else None
 
     async def run_open(
         self,
@@ -139,3 +182,10 @@ class Bench:
                 return shot
 
             return list(await asyncio.gather(*(one(*a) for a in arrivals)))
+
+
+def difference(before: ProcessTimes | None, after: ProcessTimes | None) -> ProcessTimes | None:
+    if before is None or after is None:
+        return None
+    cpu, wait = after.cpu_s - before.cpu_s, after.wait_s - before.wait_s
+    return ProcessTimes(cpu, wait) if cpu >= 0 and wait >= 0 else None

@@ -15,18 +15,37 @@ outside the engine's clock; regressed on the prompt length it gives ``per_reques
 ``per_prompt_token_s``; client TPOT − vLLM TPOT gives ``per_output_token_s``. Without vLLM's sums
 the front end is not fitted (``None``), never assumed to be 0.
 
+**Step jitter.** A busy host stalls the engine now and then: the step time spreads around its
+mean far more than its composition explains. From the plugin's step histogram over each phase of
+the concurrency sweep (short prompts, one composition), the lognormal with the phase's exact mean
+step that best explains the bucket counts (maximum likelihood: the buckets double, too coarse to
+read quantiles from) gives a cv; ``noise_cv`` is their median (at most 1). Without the histogram
+it stays 0 and the provenance says so.
+
+**Front end as a queue.** With the API server process's CPU seconds over each phase (``procstat``),
+``cpu = idle·wall + a·requests + b·prompt tokens + c·output tokens`` (non-negative least squares,
+each phase weighted by 1/its CPU time; ``idle`` is what the server spends per wall second anyway:
+health checks, metrics, its loops, measured with no traffic when given, else fitted too) gives
+``FrontendQueue``'s work per request and per token, and the phases' (CPU + run-queue wait) / CPU
+the ``cpu_stretch`` this host imposed. Without the process
+times, ``None``. The host's wake-up delays on the request's path are what remains of the client's
+TTFT beyond vLLM's own at low load (phases of at most two clients, where nothing queues): each
+request's excess over its phase's mean vLLM TTFT, summarised as a lognormal by its median and p90.
+
 Pure arithmetic over measurements: no I/O, no clock.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from fleetslo.engine.bench import PhaseResult
-from fleetslo.sim.profile import Frontend, StepTime
+from fleetslo.engine.bench import PhaseResult, bucket_key
+from fleetslo.engine.book import STEP_BUCKETS
+from fleetslo.sim.profile import Frontend, FrontendQueue, StepTime
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +63,12 @@ class StepMeans:
 class Fit:
     step_time: StepTime
     frontend: Frontend | None
+    frontend_queue: FrontendQueue | None
     #: Relative error of the fitted step time on each phase's mean step, by phase name.
     residuals: dict[str, float]
     steps_measured: bool
+    #: The step-time spread (lognormal cv) of each phase it was measured on; empty: not measured.
+    step_spread: dict[str, float] = field(default_factory=dict)
 
 
 def step_means(result: PhaseResult) -> StepMeans | None:
@@ -184,6 +206,119 @@ def fit_frontend(results: Sequence[PhaseResult]) -> Frontend | None:
     )
 
 
-def fit(results: Sequence[PhaseResult]) -> Fit:
+def fit_frontend_queue(
+    results: Sequence[PhaseResult], idle_cpu_per_s: float | None = None
+) -> FrontendQueue | None:
+    """The API server's CPU work per request and token and the host's stretch, or ``None`` when
+    fewer than four phases have the server's process times (four coefficients). ``idle_cpu_per_s``,
+    measured with no traffic, takes the idle term out of the fit: in closed-loop phases wall time
+    grows with the requests, and the fit could otherwise put the work there."""
+    measured = [r for r in results if r.server is not None and r.server.cpu_s > 0 and r.ok]
+    if len(measured) < 4:
+        return None
+    rows, targets = [], []
+    for r in measured:
+        assert r.server is not None
+        ok, weight = r.ok, 1.0 / r.server.cpu_s
+        prompt, output = sum(s.prompt_tokens for s in ok), sum(s.output_tokens for s in ok)
+        work = [len(ok) * weight, prompt * 1e-3 * weight, output * 1e-3 * weight]
+        if idle_cpu_per_s is None:
+            rows.append([r.wall_s * weight, *work])
+            targets.append(1.0)
+        else:
+            rows.append(work)
+            targets.append(1.0 - idle_cpu_per_s * r.wall_s * weight)
+    coefficients = nnls(rows, targets)
+    per_request, per_kilo_prompt, per_kilo_output = coefficients[-3:]
+    cpu = sum(r.server.cpu_s for r in measured if r.server is not None)
+    wait = sum(r.server.wait_s for r in measured if r.server is not None)
+    median, sigma = host_delay(results)
+    return FrontendQueue(
+        per_request_cpu_s=per_request,
+        per_prompt_token_cpu_s=per_kilo_prompt * 1e-3,
+        per_output_token_cpu_s=per_kilo_output * 1e-3,
+        cpu_stretch=(cpu + wait) / cpu,
+        host_delay_median_s=median,
+        host_delay_sigma=sigma,
+    )
+
+
+#: Phases with at most this many clients measure the host's delay (nothing queues in them).
+HOST_DELAY_CLIENTS = 2
+#: The smallest excess counted (a client cannot be ahead of the engine; timer granularity can).
+_MIN_EXCESS_S = 1e-4
+
+
+def host_delay(results: Sequence[PhaseResult]) -> tuple[float, float]:
+    """Median and lognormal sigma of each request's TTFT beyond its phase's mean vLLM TTFT, over
+    the low-concurrency phases; ``(0, 0)`` when none has vLLM's sums."""
+    excess: list[float] = []
+    for r in results:
+        e = r.engine
+        count, total = (
+            e.get("vllm:time_to_first_token_seconds_count"),
+            e.get("vllm:time_to_first_token_seconds_sum"),
+        )
+        if r.phase.concurrency > HOST_DELAY_CLIENTS or not count or total is None:
+            continue
+        engine_ttft = total / count
+        excess += [max(_MIN_EXCESS_S, s.ttft_s - engine_ttft) for s in r.ok if s.ttft_s is not None]
+    if len(excess) < 4:
+        return 0.0, 0.0
+    excess.sort()
+    p50, p90 = excess[len(excess) // 2], excess[int(0.9 * (len(excess) - 1))]
+    return p50, min(3.0, math.log(p90 / p50) / _Z90) if p90 > p50 else 0.0
+
+
+#: z of the 90th percentile of a standard normal.
+_Z90 = 1.2816
+#: Fewest timed steps in a phase for its histogram to say anything about the spread.
+MIN_STEPS_FOR_SPREAD = 50
+#: The lognormal sigmas tried (the buckets double, too coarse to read quantiles from directly).
+_SIGMAS = tuple(0.01 * i for i in range(1, 151))
+
+
+def step_spread(result: PhaseResult) -> float | None:
+    """The cv of the lognormal with the phase's exact mean step that best explains its histogram
+    (maximum likelihood over the bucket counts), or ``None`` without enough of them."""
+    engine = result.engine
+    counts = [engine.get(bucket_key(b)) for b in STEP_BUCKETS]
+    total, seconds = engine.get("fleetslo_engine_steps"), engine.get("fleetslo_engine_step_seconds")
+    if not total or not seconds or total < MIN_STEPS_FOR_SPREAD or any(c is None for c in counts):
+        return None
+    cumulative = [float(c or 0.0) for c in counts] + [total]
+    per_bucket = [c - b for c, b in zip(cumulative, [0.0, *cumulative[:-1]], strict=True)]
+    log_mean = math.log(seconds / total)
+    sigma = max(_SIGMAS, key=lambda sg: _log_likelihood(per_bucket, log_mean - sg * sg / 2, sg))
+    return math.sqrt(math.expm1(sigma * sigma))
+
+
+def _log_likelihood(per_bucket: list[float], mu: float, sigma: float) -> float:
+    edges = [0.0] + [_normal_cdf((math.log(b) - mu) / sigma) for b in STEP_BUCKETS] + [1.0]
+    return sum(
+        n * math.log(max(hi - lo, 1e-300))
+        for n, lo, hi in zip(per_bucket, edges[:-1], edges[1:], strict=True)
+        if n > 0
+    )
+
+
+def _normal_cdf(z: float) -> float:
+    return 0.5 * math.erfc(-z / math.sqrt(2.0))
+
+
+def fit_noise(results: Sequence[PhaseResult]) -> dict[str, float]:
+    """Each concurrency-sweep phase's step spread (phases ``c<N>`` and the repeats ``s<N>-<i>``)."""
+    out = {}
+    for r in results:
+        if r.phase.name[:1] in ("c", "s") and (cv := step_spread(r)) is not None:
+            out[r.phase.name] = cv
+    return out
+
+
+def fit(results: Sequence[PhaseResult], idle_cpu_per_s: float | None = None) -> Fit:
     step, residuals, measured = fit_step_time(results)
-    return Fit(step, fit_frontend(results), residuals, measured)
+    spread = fit_noise(results)
+    if spread:
+        step = step.model_copy(update={"noise_cv": min(1.0, statistics.median(spread.values()))})
+    queue = fit_frontend_queue(results, idle_cpu_per_s)
+    return Fit(step, fit_frontend(results), queue, residuals, measured, spread)

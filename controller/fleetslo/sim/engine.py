@@ -25,6 +25,7 @@ from collections import deque
 from collections.abc import Callable
 from heapq import heappop, heappush
 
+from fleetslo.sim.frontend import FrontendServer
 from fleetslo.sim.profile import EngineProfile
 from fleetslo.sim.records import SimRequest
 from fleetslo.sim.vllm_metrics import EngineMetrics
@@ -56,12 +57,13 @@ class Engine:
         self.kv_cap = profile.kv_capacity_tokens
         self.limit = self.max_seqs if limit is None else max(1, min(limit, self.max_seqs))
         self.metrics = metrics
-        # The API server's time (profile.frontend): the client sees the first token this much later
-        # than the engine makes it, and each later token this much later again; vLLM's page does not.
-        fe = profile.frontend
+        # The API server's time, which vLLM's page does not see: fixed delays to the first token and each
+        # later one (profile.frontend), or a queue that grows with load (profile.frontend_queue).
+        fe = profile.frontend if profile.frontend_queue is None else None
         self.fe_request = fe.per_request_s if fe else 0.0
         self.fe_prompt = fe.per_prompt_token_s if fe else 0.0
         self.fe_output = fe.per_output_token_s if fe else 0.0
+        self.frontend = FrontendServer(profile.frontend_queue) if profile.frontend_queue else None
         self._noise = _noise_sampler(st.noise_cv, rng)
         self.noisy = st.noise_cv > 0
         #: Forces runs of at most this many steps (the step-by-step reference in tests).
@@ -94,6 +96,8 @@ class Engine:
     def submit(self, req: SimRequest, now: float) -> None:
         """A request reaches this replica at ``now`` (the caller has synced the engine to ``now``)."""
         req.engine_arrival = now
+        if self.frontend is not None:
+            self.frontend.admit(req.index, now, req.input_tokens, req.output_tokens)
         self.waiting.append(req)
         self.outstanding += 1
 
@@ -298,11 +302,14 @@ class Engine:
         self._record_finish(req, when)
 
     def _frontend_first(self, req: SimRequest) -> float:
+        if self.frontend is not None:
+            return self.frontend.first_delay(req.index)
         return self.fe_request + self.fe_prompt * req.input_tokens
 
     def _record_finish(self, req: SimRequest, when: float) -> None:
         shift = self._frontend_first(req)
-        req.finish = when + shift + self.fe_output * (req.output_tokens - 1)
+        last = self.frontend.last_delay(req.index) if self.frontend else shift
+        req.finish = when + last + self.fe_output * (req.output_tokens - 1)
         self.outstanding -= 1
         if self.finished is not None:
             self.finished.append(req)

@@ -63,6 +63,21 @@ class Frontend(_Frozen):
     per_output_token_s: float = Field(default=0.0, ge=0)
 
 
+class FrontendQueue(_Frozen):
+    """The API server as a queue (``fleetslo.sim.frontend``): its CPU work per request, per prompt
+    token and per output token, and the wall seconds per CPU second it got (``cpu_stretch``: 1 on
+    an idle host). ``fleetslo profile`` measures them from the server process's CPU time."""
+
+    per_request_cpu_s: float = Field(ge=0)
+    per_prompt_token_cpu_s: float = Field(default=0.0, ge=0)
+    per_output_token_cpu_s: float = Field(default=0.0, ge=0)
+    cpu_stretch: float = Field(default=1.0, ge=1)
+    #: The host's wake-up latency on a request's path (client, API server, engine core: each hop
+    #: waits for a CPU on a busy host), lognormal per request: median and sigma. 0: none.
+    host_delay_median_s: float = Field(default=0.0, ge=0)
+    host_delay_sigma: float = Field(default=0.0, ge=0, le=3)
+
+
 class Provenance(_Frozen):
     """Where the numbers came from: each list names profile keys with a one-line source."""
 
@@ -112,6 +127,9 @@ class EngineProfile(_Frozen):
     step_time: StepTime
     #: The API server's share of client latency; ``None``: not modelled (the engine's clock only).
     frontend: Frontend | None = None
+    #: The API server as a queue that grows with load; when set it replaces ``frontend``'s fixed
+    #: delays in the simulator (``None``: today's fixed delays, or none).
+    frontend_queue: FrontendQueue | None = None
     calibration: Calibration | None = None
     provenance: Provenance = Provenance()
 

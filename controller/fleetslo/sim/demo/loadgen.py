@@ -144,5 +144,6 @@ def request_body(model: str, input_tokens: int, output_tokens: int) -> bytes:
     """A streamed completion of exactly ``input_tokens`` prompt tokens (token ids) and ``output_tokens``."""
     prompt = b"0," * (input_tokens - 1) + b"0"
     head = b'{"model": ' + json.dumps(model).encode() + b', "prompt": ['
-    tail = b'], "max_tokens": ' + str(output_tokens).encode() + b', "stream": true}'
+    # ignore_eos: a real model may stop early at its end-of-text token; the trace says how many.
+    tail = b'], "max_tokens": ' + str(output_tokens).encode() + b', "ignore_eos": true, "stream": true}'
     return head + prompt + tail

@@ -32,11 +32,12 @@ from fleetslo.sim.traces import (
     step_spike,
     time_scale,
 )
-from fleetslo.sim.workload import Trace
+from fleetslo.sim.workload import Request, Trace
 
 DEFAULT_TRACE = "traces/azure2023/AzureLLMInferenceTrace_code.csv"
 DEFAULT_PROFILE = "mi300x-llama3.1-8b-fp8-tp1"
 SCENARIOS = ("spike",)
+ENGINES = ("sim", "vllm")
 #: The spike covers this share of the span, starting at this share.
 SPIKE_AT, SPIKE_LENGTH = 0.4, 0.2
 TARGET_NAME = "demo"
@@ -63,6 +64,10 @@ class DemoOptions:
     prometheus: bool = False
     #: ``--log-level``: ``debug`` puts everything in ``demo.log`` and the replicas' logs.
     log_level: str = "info"
+    #: ``sim``: simulated replicas (``fleetslo sim-server``); ``vllm``: real vLLM replicas (``demo.vllm``).
+    engine: str = "sim"
+    #: The vLLM environment's interpreter (``--engine vllm``; default: the ``.venv-vllm`` of the checkout).
+    vllm_python: str | None = None
 
     @property
     def span_s(self) -> float:
@@ -87,6 +92,10 @@ class DemoOptions:
         for flag, value, ok, allowed in checks:
             if not ok:
                 raise ConfigError(f"{flag}: must be {allowed} (got {value:g})")
+        if self.engine not in ENGINES:
+            raise ConfigError(f"--engine: unknown {self.engine!r} (known: {', '.join(ENGINES)})")
+        if self.engine == "vllm" and self.speedup != 1:
+            raise ConfigError(f"--speedup: --engine vllm runs in real time, so 1 (got {self.speedup:g})")
         if self.scenario is not None and self.scenario not in SCENARIOS:
             raise ConfigError(f"--scenario: unknown {self.scenario!r} (known: {', '.join(SCENARIOS)})")
         return self
@@ -98,7 +107,7 @@ def shape_trace(base: Trace | None, options: DemoOptions) -> Trace:
     at, length = SPIKE_AT * span, SPIKE_LENGTH * span
     if base is None:
         tokens = lognormal_tokens(1024, 64, sigma=0.8, max_tokens=8192)
-        return step_spike(
+        synthetic = step_spike(
             options.rps,
             span,
             tokens,
@@ -107,13 +116,14 @@ def shape_trace(base: Trace | None, options: DemoOptions) -> Trace:
             factor=options.spike,
             seed=options.seed,
         )
+        return shorten(synthetic) if options.engine == "vllm" else synthetic
     if len(base) < 2 or base.duration_s <= 0:
         raise ConfigError(f"trace: {base.source} needs at least two requests at different times")
     trace = time_scale(base, span / base.duration_s)
     trace = rate_scale(trace, options.rps * span / len(trace), seed=options.seed)
     if options.spike > 1:
         trace = splice_spike(trace, at, options.spike, length, seed=options.seed)
-    return trace
+    return shorten(trace) if options.engine == "vllm" else trace
 
 
 def trace_name(options: DemoOptions) -> str:
@@ -156,3 +166,19 @@ def trace_csv(trace: Trace) -> str:
     """The trace as a plain CSV that ``fleetslo simulate --trace`` reads back exactly."""
     rows = [f"{r.arrival_s!r},{r.input_tokens},{r.output_tokens}" for r in trace.requests]
     return "arrival_s,input_tokens,output_tokens\n" + "\n".join(rows) + "\n"
+
+
+#: ``--engine vllm``: the trace's prompts are this many times shorter and its answers at most this
+#: long, for a CPU replica of a tiny model (a 2048-token context, a few thousand tokens/s of prefill).
+PROMPT_SHRINK, MAX_OUTPUT_TOKENS, MAX_MODEL_LEN = 8, 64, 2048
+
+
+def shorten(trace: Trace) -> Trace:
+    """The trace with its prompts ``PROMPT_SHRINK`` times shorter and answers capped, so that each
+    request fits the tiny model's context and a CPU replica's pace (arrivals unchanged)."""
+    requests = []
+    for r in trace.requests:
+        output = max(1, min(r.output_tokens, MAX_OUTPUT_TOKENS))
+        prompt = max(1, min(-(-r.input_tokens // PROMPT_SHRINK), MAX_MODEL_LEN - output))
+        requests.append(Request(r.arrival_s, prompt, output))
+    return Trace(tuple(requests), f"{trace.source}, prompts /{PROMPT_SHRINK}, answers <= {MAX_OUTPUT_TOKENS}")
