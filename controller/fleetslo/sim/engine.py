@@ -58,12 +58,12 @@ class Engine:
         self.limit = self.max_seqs if limit is None else max(1, min(limit, self.max_seqs))
         self.metrics = metrics
         # The API server's time, which vLLM's page does not see: fixed delays to the first token and each
-        # later one (profile.frontend), or a queue that grows with load (profile.frontend_queue).
-        fe = profile.frontend if profile.frontend_queue is None else None
+        # later one (profile.frontend), or a queue growing with load (frontend_queue, seeded per replica).
+        fe = profile.frontend if (fq := profile.frontend_queue) is None else None
         self.fe_request = fe.per_request_s if fe else 0.0
         self.fe_prompt = fe.per_prompt_token_s if fe else 0.0
         self.fe_output = fe.per_output_token_s if fe else 0.0
-        self.frontend = FrontendServer(profile.frontend_queue) if profile.frontend_queue else None
+        self.frontend = FrontendServer(fq, (rng or random.Random(0)).getrandbits(63)) if fq else None
         self._noise = _noise_sampler(st.noise_cv, rng)
         self.noisy = st.noise_cv > 0
         #: Forces runs of at most this many steps (the step-by-step reference in tests).
