@@ -18,15 +18,14 @@ Time is virtual and passed in. This module must not route, scale, or know about 
 
 from __future__ import annotations
 
-import math
 import random
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable
 from heapq import heappop, heappush
 
 from fleetslo.sim.profile import EngineProfile
 from fleetslo.sim.records import SimRequest
+from fleetslo.sim.runs import noise_sampler, steps_within
 from fleetslo.sim.vllm_metrics import EngineMetrics
 
 _UNBOUNDED = 1 << 62
@@ -62,7 +61,9 @@ class Engine:
         self.fe_request = fe.per_request_s if fe else 0.0
         self.fe_prompt = fe.per_prompt_token_s if fe else 0.0
         self.fe_output = fe.per_output_token_s if fe else 0.0
-        self._noise = _noise_sampler(st.noise_cv, rng)
+        #: Whether there is a front end at all: without one the client's times are the engine's.
+        self.frontend = fe is not None
+        self._noise = noise_sampler(st.noise_cv, rng)
         self.noisy = st.noise_cv > 0
         #: Forces runs of at most this many steps (the step-by-step reference in tests).
         self.max_run_steps = max_run_steps or _UNBOUNDED
@@ -118,7 +119,7 @@ class Engine:
         """Apply the steps of the current run that end by ``now`` (the last one stays planned)."""
         if self.run_left <= 1 or now <= self.clock:
             return
-        n = min(_steps_within(self.run_a, self.run_b, now - self.clock), self.run_left - 1)
+        n = min(steps_within(self.run_a, self.run_b, now - self.clock), self.run_left - 1)
         if n > 0:
             self._decode(n)
 
@@ -162,8 +163,11 @@ class Engine:
             self._preempt_last()
 
     def _schedule_prefill(self, free: int) -> bool:
-        budget = self.max_tokens - self.n_dec
+        n_dec = self.n_dec
+        budget = self.max_tokens - n_dec
         chunks: list[tuple[SimRequest, int]] = []
+        # the step's prefill tokens and attention work, summed chunk by chunk as they are chosen
+        prefill = attention = 0.0
         for req in self.prefilling:
             if budget <= 0 or free <= 0:
                 break
@@ -171,6 +175,8 @@ class Engine:
             chunks.append((req, chunk))
             budget -= chunk
             free -= chunk
+            prefill += chunk
+            attention += chunk * (req.computed + chunk / 2)
         cap = self.limit
         waiting, running = self.waiting, self.running
         while waiting and len(running) < cap and budget > 0 and free > 0:
@@ -183,17 +189,16 @@ class Engine:
             chunks.append((req, chunk))
             budget -= chunk
             free -= chunk
-        if not chunks:
-            return False
-        prefill = attention = 0.0
-        for req, chunk in chunks:
-            self.prefill_kv += chunk
             prefill += chunk
             attention += chunk * (req.computed + chunk / 2)
-        ctx = self.ctx_base + self.n_dec * self.step
+        if not chunks:
+            return False
+        # Σ chunk == prefill exactly (whole numbers far below 2**53)
+        self.prefill_kv += int(prefill)
+        ctx = self.ctx_base + n_dec * self.step
         a = (
             self.c0
-            + self.c_seq * (self.n_dec + len(chunks))
+            + self.c_seq * (n_dec + len(chunks))
             + self.c_pf * prefill
             + self.c_kv * ctx
             + self.c_attn * attention
@@ -225,15 +230,23 @@ class Engine:
         t0, step0 = self.clock, self.step
         dt = n * a + b * n * (n - 1) / 2  # _run_time, inlined (hot path)
         m = self.metrics
-        m.itl.observe_linear(a, b, n, batch)
+        itl = m.itl
+        bounds = itl.bounds
+        lo = bisect_left(bounds, a)
+        if b <= 0 or lo == bisect_left(bounds, a + b * (n - 1)):
+            # Hist.observe_linear's one-bucket case, inlined: the same count and the same sum
+            itl.counts[lo] += n * batch
+            itl.sum += batch * dt
+        else:
+            itl.observe_linear(a, b, n, batch)
         m.generation_tokens += n * batch
         self.clock = t0 + dt
         self.busy += dt
-        self.step = step0 + n
+        self.step = step = step0 + n
         self.run_a = a + b * n
         self.run_left -= n
         heap = self.heap
-        while heap and heap[0][0] <= self.step:
+        while heap and heap[0][0] <= step:
             fs, _, epoch, req = heappop(heap)
             if epoch == req.epoch:
                 k = fs - step0
@@ -274,8 +287,11 @@ class Engine:
         self.prefill_kv -= req.target
         m.generation_tokens += 1
         if req.first_token is None:
-            req.first_token = now + self._frontend_first(req)
-            m.ttft.observe(now - req.engine_arrival)
+            req.first_token = now + self._frontend_first(req) if self.frontend else now
+            ttft = m.ttft  # Hist.observe, inlined (once per request)
+            value = now - req.engine_arrival
+            ttft.counts[bisect_left(ttft.bounds, value)] += 1
+            ttft.sum += value
             if self.request_histograms:
                 m.queue.observe((req.scheduled or now) - req.engine_arrival)
                 m.prefill.observe(now - (req.scheduled or now))
@@ -285,10 +301,10 @@ class Engine:
             del self.running[req.index]
             self._record_finish(req, now)
             return
-        req.join_step = self.step
+        req.join_step = step = self.step
         self.n_dec += 1
-        self.ctx_base += req.target - self.step
-        heappush(self.heap, (self.step + remaining, req.index, req.epoch, req))
+        self.ctx_base += req.target - step
+        heappush(self.heap, (step + remaining, req.index, req.epoch, req))
 
     def _finish_decoder(self, req: SimRequest, when: float) -> None:
         del self.running[req.index]
@@ -298,16 +314,22 @@ class Engine:
         self._record_finish(req, when)
 
     def _frontend_first(self, req: SimRequest) -> float:
+        """The front end's delay before the client sees the first token (``profile.frontend``)."""
         return self.fe_request + self.fe_prompt * req.input_tokens
 
     def _record_finish(self, req: SimRequest, when: float) -> None:
-        shift = self._frontend_first(req)
-        req.finish = when + shift + self.fe_output * (req.output_tokens - 1)
+        if self.frontend:
+            shift = self._frontend_first(req)
+            req.finish = when + shift + self.fe_output * (req.output_tokens - 1)
+            first = req.first_token - shift if req.first_token is not None else when
+        else:
+            # No front end: the client sees the engine's own times (the shifts would all be 0.0).
+            req.finish = when
+            first = req.first_token if req.first_token is not None else when
         self.outstanding -= 1
         if self.finished is not None:
             self.finished.append(req)
         m = self.metrics
-        first = req.first_token - shift if req.first_token is not None else when
         m.success += 1
         if self.request_histograms:
             scheduled = req.scheduled if req.scheduled is not None else when
@@ -316,7 +338,10 @@ class Engine:
             m.inference.observe(when - scheduled)
         # vLLM observes 0 for a one-token request (stats.py: "if num_generation_tokens - 1 > 0 else 0").
         n = req.output_tokens - 1
-        m.tpot.observe((when - first) / n if n > 0 else 0.0)
+        value = (when - first) / n if n > 0 else 0.0
+        tpot = m.tpot  # Hist.observe, inlined (once per request)
+        tpot.counts[bisect_left(tpot.bounds, value)] += 1
+        tpot.sum += value
 
     def _preempt_last(self) -> int:
         """Preempt the most recently admitted running request; the KV tokens it freed."""
@@ -353,41 +378,3 @@ class Engine:
         m.waiting = len(self.waiting)
         m.kv_usage = self.kv_used() / self.kv_cap
         return m
-
-
-def _run_time(a: float, b: float, n: int) -> float:
-    """Seconds taken by ``n`` steps lasting ``a, a+b, a+2b, …``."""
-    return n * a + b * n * (n - 1) / 2
-
-
-def _steps_within(a: float, b: float, dt: float) -> int:
-    """The largest ``n`` with ``_run_time(a, b, n) <= dt``."""
-    if dt < a:
-        return 0
-    if b <= 0:
-        n = int(dt / a)
-    else:
-        h = a - b / 2
-        n = int((-h + math.sqrt(h * h + 2 * b * dt)) / b)
-    while n > 0 and _run_time(a, b, n) > dt:
-        n -= 1
-    while _run_time(a, b, n + 1) <= dt:
-        n += 1
-    return n
-
-
-def _noise_sampler(cv: float, rng: random.Random | None) -> Callable[[], float]:
-    if cv <= 0:
-        return _one
-    sigma = math.sqrt(math.log(1 + cv * cv))
-    source = rng or random.Random(0)
-    mu = -sigma * sigma / 2  # mean factor 1
-
-    def draw() -> float:
-        return source.lognormvariate(mu, sigma)
-
-    return draw
-
-
-def _one() -> float:
-    return 1.0

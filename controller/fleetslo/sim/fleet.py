@@ -15,6 +15,7 @@ from __future__ import annotations
 import heapq
 import math
 import random
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -209,8 +210,7 @@ class Fleet:
         if req.input_tokens + req.output_tokens > self._max_tokens:
             self._reject(req)  # vLLM refuses a prompt longer than the context it can hold
             return
-        ready = self.ready
-        if not ready:
+        if not self.ready:
             limit = self.config.router_queue_limit
             if limit is not None and len(self.router_queue) >= limit:
                 self._reject(req)
@@ -223,14 +223,19 @@ class Fleet:
         engine.submit(req, now)
         # The request's lengths, as vLLM's request_prompt/generation_tokens histograms count them
         # (vLLM at the finish, here at admission: over a window the same distribution).
+        # Hist.observe, inlined (twice per request).
         metrics = engine.metrics
-        metrics.prompt_len.observe(req.input_tokens)
-        metrics.output_len.observe(req.output_tokens)
+        hist, value = metrics.prompt_len, req.input_tokens
+        hist.counts[bisect_left(hist.bounds, value)] += 1
+        hist.sum += value
+        hist, value = metrics.output_len, req.output_tokens
+        hist.counts[bisect_left(hist.bounds, value)] += 1
+        hist.sum += value
         self._track_load(replica, engine)
         if engine.run_left == 0:
             if engine.start(now):
                 self._push(replica, engine)
-        elif engine.run_left > 1 and engine.can_admit():
+        elif engine.run_left > 1 and len(engine.running) < engine.limit:  # engine.can_admit()
             # The newcomer can join at the next step boundary: cut the planned run there.
             engine.sync(now)
             engine.truncate()
@@ -238,17 +243,20 @@ class Fleet:
 
     def _least_loaded(self) -> Replica:
         loads = self.loads
-        while loads[0][1] != loads[0][2].load_seq:
+        top = loads[0]
+        while top[1] != top[2].load_seq:
             heapq.heappop(loads)
-        return loads[0][2]
+            top = loads[0]
+        return top[2]
 
     def _track_load(self, replica: Replica, engine: Engine) -> None:
         """Record a ready replica's new outstanding count in the router's heap."""
-        self._seq += 1
-        replica.load = engine.outstanding
-        replica.load_seq = self._seq
-        heapq.heappush(self.loads, (engine.outstanding, self._seq, replica))
-        if len(self.loads) > 8 * len(self.ready) + 64:
+        self._seq = seq = self._seq + 1
+        replica.load = load = engine.outstanding
+        replica.load_seq = seq
+        loads = self.loads
+        heapq.heappush(loads, (load, seq, replica))
+        if len(loads) > 8 * len(self.ready) + 64:
             # Entries for loads that went down are stale and never surface: rebuild now and then.
             self.loads = [(r.load, r.load_seq, r) for r in self.ready]
             heapq.heapify(self.loads)
@@ -275,7 +283,10 @@ class Fleet:
         assert engine is not None
         busy = engine.complete()
         if busy:
-            self._push(replica, engine)
+            # _push, inlined (once per event)
+            self._seq = seq = self._seq + 1
+            replica.pending = seq
+            heapq.heappush(self.events, (engine.run_end, seq, replica))
         if replica.load_seq >= 0:
             if engine.outstanding != replica.load:
                 self._track_load(replica, engine)
