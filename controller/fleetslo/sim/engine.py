@@ -142,20 +142,24 @@ class Engine:
     def _plan(self) -> bool:
         """Schedule the next step (or run of decode steps) starting at ``self.clock``."""
         while True:
-            if not self.running and not self.waiting:
+            running = self.running
+            if not running and not self.waiting:
                 self.run_left = 0
                 return False
-            free = self.kv_cap - self.ctx_base - self.n_dec * self.step - self.prefill_kv
-            while free < self.n_dec and self.running:
-                free += self._preempt_last()
+            n, step = self.n_dec, self.step
+            free = self.kv_cap - self.ctx_base - n * step - self.prefill_kv
+            if free < n:
+                while free < self.n_dec and running:
+                    free += self._preempt_last()
+                n = self.n_dec
             # Fast path: nothing to prefill and nobody admissible (the common case between arrivals).
-            admissible = self.waiting and len(self.running) < self.limit
+            admissible = self.waiting and len(running) < self.limit
             if (self.prefilling or admissible) and self._schedule_prefill(free):
                 return True
-            if self.n_dec:
-                self._plan_decode_run(free)
+            if n:
+                self._plan_decode_run(n, step, free)
                 return True
-            if not self.running:
+            if not running:
                 # Waiting requests that cannot get any KV (only possible with a tiny cache).
                 self.run_left = 0
                 return False
@@ -208,19 +212,20 @@ class Engine:
         self.run_end = self.clock + self.run_a
         return True
 
-    def _plan_decode_run(self, free: int) -> None:
+    def _plan_decode_run(self, n: int, step: int, free: int) -> None:
+        """Plan decode steps for the ``n`` decoders until the next one finishes (or the KV runs out)."""
         heap = self.heap
-        while heap[0][2] != heap[0][3].epoch:
+        top = heap[0]
+        while top[2] != top[3].epoch:
             heappop(heap)  # a preempted sequence's stale entry
-        steps = heap[0][0] - self.step
-        steps = min(steps, free // self.n_dec, self.max_run_steps)
-        n = self.n_dec
+            top = heap[0]
+        steps = min(top[0] - step, free // n, self.max_run_steps)
         f = self._noise() if self.noisy else 1.0
-        self.run_a = (self.c0 + self.c_seq * n + self.c_kv * (self.ctx_base + n * self.step)) * f
-        self.run_b = self.c_kv * n * f
+        self.run_a = a = (self.c0 + self.c_seq * n + self.c_kv * (self.ctx_base + n * step)) * f
+        self.run_b = b = self.c_kv * n * f
         self.run_left = steps
-        # _run_time, inlined: this runs once per planned run
-        self.run_end = self.clock + steps * self.run_a + self.run_b * steps * (steps - 1) / 2
+        # run_time, inlined: this runs once per planned run
+        self.run_end = self.clock + steps * a + b * steps * (steps - 1) / 2
 
     # ------------------------------------------------------------------------------- execution
 
@@ -245,12 +250,17 @@ class Engine:
         self.step = step = step0 + n
         self.run_a = a + b * n
         self.run_left -= n
-        heap = self.heap
+        heap, running = self.heap, self.running
         while heap and heap[0][0] <= step:
             fs, _, epoch, req = heappop(heap)
             if epoch == req.epoch:
                 k = fs - step0
-                self._finish_decoder(req, t0 + k * a + b * k * (k - 1) / 2)
+                # _finish_decoder, inlined (once per request)
+                del running[req.index]
+                self.n_dec -= 1
+                self.ctx_base -= req.target - req.join_step
+                req.join_step = -1
+                self._record_finish(req, t0 + k * a + b * k * (k - 1) / 2)
 
     def _mixed_step(self) -> None:
         """Apply the planned step that carries prefill chunks (and one token per decoder)."""
