@@ -19,7 +19,10 @@
    billion a day) on thousands of replicas, replayed as representative replicas: Poisson arrivals
    with the conversation trace's token mix at 11,600/m per second for ``SCALE_MINUTES`` of simulated
    time on the fleet that carries it, for each m in ``SCALE_MS``; a whole day's time is extrapolated
-   from that (the engine's cost is linear in requests at a steady load).
+   from that (the engine's cost is linear in requests at a steady load). The check where both are
+   feasible: the first m's simulated fleet (k replicas at 11,600/m per second) against an exact
+   fleet ``CHECK_X`` times larger at ``CHECK_X`` times the rate: if k replicas already stand for
+   ``CHECK_X``·k, the per-replica picture no longer depends on the fleet's size.
 
 The machine is shared: every figure is given per CPU-second (the one-core measure) and per
 wall-second, with the load average at the start of each part. ``BENCH_SIM_LARGE=0`` runs part 1
@@ -56,6 +59,7 @@ SAMPLES = (8, 4)
 SCALE_RATE = 11_600.0
 SCALE_MS = (64, 128)
 SCALE_MINUTES = 10.0
+CHECK_X = 4
 
 
 def _trace_path() -> Path:
@@ -173,10 +177,13 @@ def fleet_scale(
     duration = minutes * 60
     out: dict[str, Any] = {}
     print(f"fleet scale, {rate:,.0f} requests/s ({_load()}):")
+    sizes: dict[int, int] = {}
     for m in ms:
         probe = poisson(rate / m, 300.0, tokens, seed=1)
         name = f"poisson {rate:g}/s / {m}"
-        k = initial_replicas(Scenario(probe, name, profile, sampled_spec(spec, m), initial_replicas=1))
+        k = sizes[m] = initial_replicas(
+            Scenario(probe, name, profile, sampled_spec(spec, m), initial_replicas=1)
+        )
 
         def replay(m: int = m, k: int = k, name: str = name) -> StreamResult:
             trace = poisson(rate / m, duration, tokens, seed=2)
@@ -202,7 +209,38 @@ def fleet_scale(
             f"({cpu:.1f} CPU s), window attainment {result.window_attainment():.4f} -> one day in about "
             f"{day_cpu / 60:.0f} CPU-minutes ({day_wall / 60:.0f} wall-minutes here)"
         )
+    out["check"] = _size_check(rate / ms[0], sizes[ms[0]], tokens, duration)
     return out
+
+
+def _size_check(rate: float, k: int, tokens: Any, duration: float) -> dict[str, Any]:
+    """k replicas at ``rate`` against ``CHECK_X``·k replicas at ``CHECK_X``·rate, both exact."""
+    profile = builtin_profile(PROFILE)
+    spec = make_spec(profile, max_replicas=10_000)
+    rows: dict[str, Any] = {}
+    for x in (1, CHECK_X):
+        trace = poisson(rate * x, duration, tokens, seed=2)
+        sc = Scenario(trace, f"poisson {rate * x:g}/s", profile, spec, initial_replicas=k * x)
+        result, _, cpu = _timed(lambda sc=sc, n=k * x: run_policy(sc, StaticPolicy(n)), quiet_gc())
+        rows[f"{k * x} replicas"] = row = {
+            "window_attainment": result.window_attainment,
+            "request_attainment": result.request_attainment,
+            "p90_ttft_s": result.p90_ttft_s,
+            "p90_tpot_s": result.p90_tpot_s,
+            "replica_hours_per_replica": result.replica_hours / (k * x),
+            "cpu_seconds": cpu,
+        }
+        print(
+            f"  check: {k * x} replicas at {rate * x:,.0f} requests/s, exact ({cpu:.1f} CPU s): "
+            f"window attainment {_num(row['window_attainment'])}, "
+            f"request attainment {_num(row['request_attainment'])}, "
+            f"p90 TTFT {_num(row['p90_ttft_s'])} s, p90 TPOT {_num(row['p90_tpot_s'])} s"
+        )
+    return rows
+
+
+def _num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
 
 
 def _speed(n: int, wall: float, cpu: float) -> dict[str, float]:
