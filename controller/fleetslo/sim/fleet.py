@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from bisect import bisect_left
+from bisect import bisect_left, insort
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -108,6 +108,10 @@ class Fleet:
         self.limit = max(1, min(limit, profile.max_num_seqs))
         self.rng = rng
         self.replicas: list[Replica] = []
+        #: Replicas whose sample history may still be read, in ``ident`` order (as ``replicas``): a
+        #: gone replica's history is dropped once no window can reach it, so a week of scaling up
+        #: and down keeps a bounded set of histories and each decision reads only those.
+        self._histories: list[Replica] = []
         self.ready: list[Replica] = []
         self.starting: list[Replica] = []
         self.draining: list[Replica] = []
@@ -179,6 +183,7 @@ class Fleet:
         # serving replica's newest sample carries the same time and none looks stale or gone.
         stamp = now if self.last_scrape is None else min(now, self.last_scrape)
         replica.ring.append(stamp, ReplicaSample(stamp, self._snapshot(engine), 0.0))
+        insort(self._histories, replica, key=_ident)
         self.ready.append(replica)
         self._track_load(replica, engine)
 
@@ -328,13 +333,22 @@ class Fleet:
         return engine.refresh_gauges().snapshot(self.config.scrape_histograms)
 
     def histories(self, now: float, window: float) -> list[SnapshotRing[ReplicaSample]]:
-        """Sample histories that still matter for a window ending at ``now`` (gone ones too)."""
-        out = []
-        for replica in self.replicas:
+        """Sample histories that still matter for a window ending at ``now`` (gone ones too).
+
+        A gone replica whose newest sample is older than the window is forgotten: time only moves
+        on, so no later window of the same length reaches it again.
+        """
+        out, kept = [], []
+        for replica in self._histories:
             ring = replica.ring
             newest = ring.newest() if ring is not None else None
             if ring is not None and newest is not None and newest[0] >= now - window:
                 out.append(ring)
+            elif replica.phase is Phase.GONE:
+                replica.ring = None
+                continue
+            kept.append(replica)
+        self._histories = kept
         return out
 
     def counts(self) -> ReplicaCounts:
@@ -355,3 +369,7 @@ class Fleet:
 
     def preemptions(self) -> int:
         return sum(r.engine.metrics.preemptions for r in self.replicas if r.engine is not None)
+
+
+def _ident(replica: Replica) -> int:
+    return replica.ident
