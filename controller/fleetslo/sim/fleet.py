@@ -225,6 +225,7 @@ class Fleet:
         replica = self._least_loaded()
         engine = replica.engine
         assert engine is not None
+        # not inlined: a front-end stage (profile.frontend) may make submit more than a queue append
         engine.submit(req, now)
         # The request's lengths, as vLLM's request_prompt/generation_tokens histograms count them
         # (vLLM at the finish, here at admission: over a window the same distribution).
@@ -237,13 +238,13 @@ class Fleet:
         hist.counts[bisect_left(hist.bounds, value)] += 1
         hist.sum += value
         self._track_load(replica, engine)
-        if engine.run_left == 0:
+        left = engine.run_left
+        if left == 0:
             if engine.start(now):
                 self._push(replica, engine)
-        elif engine.run_left > 1 and len(engine.running) < engine.limit:  # engine.can_admit()
+        elif left > 1 and len(engine.running) < engine.limit:  # engine.can_admit()
             # The newcomer can join at the next step boundary: cut the planned run there.
-            engine.sync(now)
-            engine.truncate()
+            engine.cut(now)
             self._push(replica, engine)
 
     def _least_loaded(self) -> Replica:
