@@ -28,7 +28,7 @@ class SimRequest:
         self.index = index
         self.arrival = arrival
         self.input_tokens = input_tokens
-        self.output_tokens = max(1, output_tokens)
+        self.output_tokens = output_tokens if output_tokens > 1 else 1  # max(1, ·) without the call
         #: When the request reached its replica (vLLM's ``arrival_time``); later than ``arrival``
         #: when it waited at the router for a ready replica.
         self.engine_arrival = arrival
