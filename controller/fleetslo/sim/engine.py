@@ -130,18 +130,9 @@ class Engine:
             self.run_end = self.clock + self.run_a
 
     def cut(self, now: float) -> None:
-        """``sync(now)`` then ``truncate()``, in one call (the router's, once per arrival)."""
-        left = self.run_left
-        if left <= 1:
-            return
-        if now > self.clock:
-            n = steps_within(self.run_a, self.run_b, now - self.clock)
-            n = min(n, left - 1)
-            if n > 0:
-                self._decode(n)
-        if self.run_left > 1:
-            self.run_left = 1
-            self.run_end = self.clock + self.run_a
+        """Stop the current run after the step in progress at ``now`` (``sync`` then ``truncate``)."""
+        self.sync(now)
+        self.truncate()
 
     def complete(self) -> bool:
         """Finish the planned run and plan the next; False when the engine goes idle."""
