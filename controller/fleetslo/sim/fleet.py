@@ -237,7 +237,12 @@ class Fleet:
         hist, value = metrics.output_len, req.output_tokens
         hist.counts[bisect_left(hist.bounds, value)] += 1
         hist.sum += value
-        self._track_load(replica, engine)
+        # _track_load, but the replica's live entry is the heap's top: replace it in one step
+        # (the same live entries as a push, so the same choices, and no stale entry left behind)
+        self._seq = seq = self._seq + 1
+        replica.load = load = engine.outstanding
+        replica.load_seq = seq
+        heapq.heapreplace(self.loads, (load, seq, replica))
         left = engine.run_left
         if left == 0:
             if engine.start(now):
