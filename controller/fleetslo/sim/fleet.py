@@ -289,15 +289,18 @@ class Fleet:
 
     def run_next_event(self) -> None:
         """Complete the earliest planned run (call ``next_event_at`` first)."""
-        end, _, replica = heapq.heappop(self.events)
+        events = self.events
+        end, _, replica = events[0]  # left in place: the next run replaces it in one step
         engine = replica.engine
         assert engine is not None
         busy = engine.complete()
         if busy:
-            # _push, inlined (once per event)
+            # _push, inlined (once per event), as a heapreplace of the entry just completed
             self._seq = seq = self._seq + 1
             replica.pending = seq
-            heapq.heappush(self.events, (engine.run_end, seq, replica))
+            heapq.heapreplace(events, (engine.run_end, seq, replica))
+        else:
+            heapq.heappop(events)
         if replica.load_seq >= 0:
             if engine.outstanding != replica.load:
                 self._track_load(replica, engine)
