@@ -272,6 +272,7 @@ def exercise(api: Any, targets: Iterable[tuple[Target, bool, str]]) -> None:
     resources = FleetSLOResources(api)
     for item in resources.find([NAMESPACE]):  # the watched namespace: the release's, by default
         resources.write_status(NAMESPACE, item["metadata"]["name"], FleetSLOStatus(mode="advisory"))
+        resources.read_status(NAMESPACE, item["metadata"]["name"])  # a new leader reads its learned state
     lease = KubeLeaseLock(api, NAMESPACE, LEADER_LEASE)
     assert lease.get() is None
     lease.create(LeaseRecord(holder="a", duration=15.0))

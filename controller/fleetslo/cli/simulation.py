@@ -104,7 +104,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
             f"--sample: must be a whole number >= 1 (one replica simulated in M; got {args.sample})"
         )
     report = prepare_output(args.report, "--report") if args.report else None  # before the work
-    with quiet_gc():  # a replay makes no reference cycles (records.quiet_gc)
+    with quiet_gc():  # a replay piles up no cyclic garbage while it runs (records.quiet_gc)
         trace = compare.shape_trace(load_trace(args.trace), options)
         scenario = compare.build_scenario(trace, Path(args.trace).name, profile, options)
         simulated = _simulate_with_progress(scenario, options, show=not args.json)

@@ -55,11 +55,18 @@ class Auditor:
     """Writes the record of each reconcile to the log, the API, the metrics and the tracer."""
 
     def __init__(
-        self, metrics: ControllerMetrics, events: EventSink | None = None, tracer: trace.Tracer | None = None
+        self,
+        metrics: ControllerMetrics,
+        events: EventSink | None = None,
+        tracer: trace.Tracer | None = None,
+        *,
+        decision_log: logging.Logger = log,
     ) -> None:
         self.metrics = metrics
         self.events = events
         self.tracer = tracer or trace.NoOpTracer()
+        #: Where the decision lines go (the simulator sends its thousands to a debug-only logger).
+        self.decision_log = decision_log
 
     @contextmanager
     def span(self, name: str, target: Target) -> Iterator[Span]:
@@ -70,7 +77,9 @@ class Auditor:
 
     def decided(self, r: Reconcile, span: Span | None = None) -> None:
         fields = decision_fields(r)
-        log.info(f"{r.name}: {r.decision.reason}: {r.decision.message}", extra={"fields": fields})
+        self.decision_log.info(
+            f"{r.name}: {r.decision.reason}: {r.decision.message}", extra={"fields": fields}
+        )
         self.metrics.decided(r.name, r.decision.reason.value)
         limit = r.decision.batch_limit if r.decision.batch_limit is not None else r.before.batch_limit
         self.metrics.state(

@@ -13,6 +13,10 @@ Rules a reconcile follows:
   more, resumes what it drained, and counts it (``actuation_errors{kind="not_leader"}``);
 * a controller that becomes leader starts every policy from its initial state, and first resumes
   the drains a previous controller left behind (``Drainer.resume_orphans``, once per target);
+* with a ``Restorer`` (``fleetslo.control.state``), a target's first reconcile of a leadership term
+  first resumes its policy from the persisted record and the metrics store's history (a store
+  that cannot be read now fails the reconcile: retried, as a failed read is), and every decision
+  saves the record again;
 * each reconcile has ``api_budget`` seconds of Kubernetes API time across all its calls
   (``fleetslo.control.deadline``): a hung API server fails the tick in bounded time;
 * a scale write planned against a count that changed meanwhile (someone scaled the target, or
@@ -47,6 +51,7 @@ from fleetslo.control import deadline
 from fleetslo.control.actuators.fleet import FleetActuator, FleetState
 from fleetslo.control.audit import Auditor, Reconcile
 from fleetslo.control.ports import Deposed, Source
+from fleetslo.control.state import Restorer
 from fleetslo.core.errors import Conflict, FleetSLOError, Permanent, RateLimited, Transient
 from fleetslo.core.model import Observation
 from fleetslo.core.spec import FleetSLO
@@ -126,6 +131,8 @@ class _Runtime:
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: Whether this leadership term already resumed the drains a previous controller left.
     orphans_resumed: bool = False
+    #: Whether this leadership term already resumed the policy's persisted state.
+    restored: bool = False
 
 
 class _Failed(Exception):
@@ -148,11 +155,13 @@ class Controller:
         perf_clock: Callable[[], float] = time.perf_counter,
         api_budget: float = 20.0,
         replan_attempts: int = 2,
+        restorer: Restorer | None = None,
     ) -> None:
         self.bindings = {b.name: b for b in bindings}
         self.auditor, self.leader, self.perf_clock = auditor, leader, perf_clock
         self.api_budget, self.replan_attempts = api_budget, max(1, replan_attempts)
         self._backoff, self._permanent_retry = tuple(backoff), permanent_retry
+        self.restorer = restorer
         self._runtime = {name: self._fresh(b) for name, b in self.bindings.items()}
         self._leading = False
         self._leading_lock = threading.Lock()
@@ -211,6 +220,7 @@ class Controller:
         target = b.slo.spec.target
         with self.auditor.span(b.name, target) as span:
             try:
+                self._restore(b, runtime, now)
                 record, state = self._decide_and_apply(b, runtime, now)
             except _Failed as failed:
                 if isinstance(failed.cause, Deposed):
@@ -222,8 +232,21 @@ class Controller:
                 return Outcome.FOLLOWER
             runtime.policy_state, runtime.next_decision = state, now + b.policy.interval
             runtime.throttle.success()
+            if self.restorer is not None:
+                self.restorer.save(b.slo, b.policy, state, now)
             self.auditor.decided(record, span)
             return Outcome.DECIDED
+
+    def _restore(self, b: Binding, runtime: _Runtime, now: float) -> None:
+        """Once per leadership term, before the first decision: the policy resumes what was persisted."""
+        restorer = self.restorer
+        if restorer is None or runtime.restored:
+            return
+        initial = runtime.policy_state
+        runtime.policy_state = _stage(
+            "restore", lambda: restorer.start(b.slo, b.policy, b.source, initial, now)
+        )
+        runtime.restored = True
 
     def _deposed(self, b: Binding, exc: Deposed) -> Outcome:
         """The lease was gone at a write: nothing was written from then on; another leader acts."""

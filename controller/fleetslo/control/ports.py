@@ -23,11 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from fleetslo.core.errors import Transient
 from fleetslo.core.model import Observation, ReplicaCounts
 from fleetslo.core.spec import FleetSLO, Target
+from fleetslo.policy.base import LoadSample
 
 
 class Deposed(Transient):
@@ -125,4 +126,15 @@ class Source(Protocol):
         self, slo: FleetSLO, replicas: ReplicaCounts, batch_limit: int | None, now: float
     ) -> Observation:
         """The observation of ``slo``'s target over its objectives' window, as of ``now``."""
+        ...
+
+
+@runtime_checkable
+class HistorySource(Protocol):
+    """A source that can also read a target's past load (a metrics store: Prometheus keeps days)."""
+
+    def load_history(self, slo: FleetSLO, now: float, *, days: float, step: float) -> list[LoadSample]:
+        """The target's request and token rates over the ``days`` before ``now``, one sample per
+        ``step`` seconds, oldest first; an empty list when the store holds none. Raises
+        ``Transient`` when the store cannot be asked now."""
         ...

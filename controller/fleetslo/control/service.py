@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from apscheduler.executors.pool import ThreadPoolExecutor as SchedulerPool
@@ -54,11 +55,23 @@ from fleetslo.control.resources import Held, StatusAuditor, StatusWriter
 from fleetslo.control.settings import ControllerSettings, SourceKind
 from fleetslo.control.sources.direct import DirectSource
 from fleetslo.control.sources.prometheus import PrometheusClient, PrometheusSource
+from fleetslo.control.state import FileStateStore, Restorer, StateStore, StatusReader, StatusStateStore
 from fleetslo.core.errors import ConfigError
 from fleetslo.core.spec import BatchActuator, FleetSLO, Mode, ReplicaActuatorKind
+from fleetslo.policy.base import Policy
+from fleetslo.policy.fleetslo.physics import StepCost
 from fleetslo.policy.registry import check_options, make_policy
 
 log = logging.getLogger("fleetslo.run")
+
+
+#: Reads an engine profile (a packaged name or a file written by ``fleetslo profile``) as the step
+#: costs the capacity model starts from; a ``ConfigError`` when it is missing or broken.
+ProfileReader = Callable[[str], StepCost]
+
+
+def no_profile_reader(name: str) -> StepCost:
+    raise ConfigError(f"profile: {name!r} cannot be read here (no profile reader was given)")
 
 
 @dataclass(frozen=True)
@@ -69,6 +82,11 @@ class Environment:
     identity: str
     prometheus_token: Callable[[], str | None] = lambda: None
     gate_token: str | None = None
+    #: How ``spec.profile`` is read (the simulator's profile loader lives above this layer).
+    profiles: ProfileReader = no_profile_reader
+    #: The state file for targets without a FleetSLO resource (``state.file``, or the default
+    #: ``cli.py`` chose next to the config); ``None``: their learned state is not persisted.
+    state_file: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -119,6 +137,41 @@ def make_fleet(
     )
 
 
+def make_policy_for(slo: FleetSLO, settings: ControllerSettings, env: Environment) -> Policy[Any]:
+    """The target's policy; ``spec.profile`` names the engine its capacity model starts from."""
+    options: dict[str, Any] = dict(settings.policy_options)
+    if slo.spec.profile is not None:
+        options["step_cost"] = read_profile(slo, env.profiles)
+    return make_policy(settings.policy, slo.spec, **options)
+
+
+def read_profile(slo: FleetSLO, profiles: ProfileReader) -> StepCost:
+    """``spec.profile`` as step costs; a ``ConfigError`` naming the FleetSLO when it cannot be read."""
+    assert slo.spec.profile is not None
+    try:
+        return profiles(slo.spec.profile)
+    except ConfigError as exc:
+        raise ConfigError(f"FleetSLO {slo.metadata.name}: spec.profile: {exc}") from exc
+
+
+def make_restorer(
+    settings: ControllerSettings, env: Environment, specs: Sequence[FleetSLO], status: StatusStateStore | None
+) -> Restorer | None:
+    """Where each target's learned state is kept: its resource's status, else the state file."""
+    if not settings.state.enabled:
+        return None
+    file_store = FileStateStore(env.state_file) if env.state_file is not None else None
+    stores: dict[str, StateStore] = {}
+    for slo in specs:
+        name = slo.metadata.name
+        store: StateStore | None = status if status is not None and name in status.resources else file_store
+        if store is None:
+            log.info("%s: no FleetSLO resource and no state.file: its learned state is not persisted", name)
+            continue
+        stores[name] = store
+    return Restorer(stores, history_days=settings.state.history_days)
+
+
 def make_source(settings: ControllerSettings, env: Environment, pods: PodDirectory) -> Source:
     if settings.source.kind == SourceKind.DIRECT:
         d = settings.source.direct
@@ -165,17 +218,23 @@ def build(
     source = make_source(settings, env, pods)
     events = None if settings.dry_run else KubeEventRecorder(api, settings.kubernetes.component, time.time)
     bindings = [
-        Binding(slo, make_policy(settings.policy, slo.spec, **settings.policy_options), source,
+        Binding(slo, make_policy_for(slo, settings, env), source,
                 make_fleet(slo, actuators, metrics, dry_run=settings.dry_run, drain=settings.drain.enabled))
         for slo in specs
     ]  # fmt: skip
     tracer, tracer_shutdown = make_tracer(settings)
     auditor = Auditor(metrics, events, tracer)
+    in_status = None
     if status is not None:
         auditor = StatusAuditor(metrics, events, tracer, status, held, dry_run=settings.dry_run)
+        if isinstance(status, StatusReader):
+            resources = {h.slo.metadata.name: h.resource for h in held if h.resource is not None}
+            in_status = StatusStateStore(status, resources)
+            auditor.capacity_state = in_status.pending
     controller = Controller(bindings, auditor, leader=leader, backoff=settings.backoff,
                             permanent_retry=settings.permanent_retry,
-                            api_budget=settings.kubernetes.api_budget)  # fmt: skip
+                            api_budget=settings.kubernetes.api_budget,
+                            restorer=make_restorer(settings, env, specs, in_status))  # fmt: skip
     closers = [c for c in (getattr(source, "close", None),) if c is not None]
     closers += [close for a in batch.values() if (close := getattr(a, "close", None)) is not None]
     if tracer_shutdown is not None:

@@ -18,6 +18,7 @@ once at load with messages that name the key, the value and the allowed range. T
     gate: {admin_port: 8081, token_file: /var/run/fleetslo/gate-token, drain_timeout: 60s, drain_ttl: 30s}
     drain: {enabled: true}
     resources: {enabled: true, namespaces: [llm], resync: 30s, conflict_check: true}   # FleetSLO resources
+    state: {file: /var/lib/fleetslo/state.json, history_days: 14}   # learned state, forecast bootstrap
     backoff: [1s, 2s, 5s, 10s, 30s, 1m]
     permanent_retry: 10m
     otlp_endpoint: http://otel-collector:4318
@@ -203,6 +204,20 @@ class ResourceSettings(_Group):
     conflict_check: bool = True
 
 
+class StateSettings(_Group):
+    """What survives a restart: each policy's learned state, and the load history read at start."""
+
+    enabled: bool = True
+    #: The state file for targets without a FleetSLO resource (Static, Local, file specs); a
+    #: resource's state goes into its status. ``None``: ``fleetslo run`` puts it next to the
+    #: controller's config file (``fleetslo-state.json``), else next to the ``--slo`` file.
+    file: str | None = None
+    #: Days of the target's load read from Prometheus at start for the seasonal forecast (0: none).
+    #: At most 30: the forecast keeps 15 days, and one range query answers at most 11,000 points
+    #: (38 days of 5-minute steps).
+    history_days: float = Field(default=14.0, ge=0, le=30)
+
+
 BackoffList = Annotated[list[PositiveDuration], BeforeValidator(_durations)]
 
 
@@ -224,6 +239,7 @@ class ControllerSettings(_Group):
     gate: GateClientSettings = GateClientSettings()
     drain: DrainSettings = DrainSettings()
     resources: ResourceSettings = ResourceSettings()
+    state: StateSettings = StateSettings()
     #: Delays after consecutive transient failures of one target; the last one repeats.
     backoff: BackoffList = [1.0, 2.0, 5.0, 10.0, 30.0, 60.0]
     #: After a permanent failure (RBAC, missing object, bad query), try that target again this late.

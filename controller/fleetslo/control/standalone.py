@@ -3,7 +3,8 @@ drain, audit — over ``Static`` targets (replicas at fixed addresses, never sca
 targets (replicas as local processes from a command template, scaled by starting and stopping them).
 
 Each target gets its own fleet object, source and gate actuator; nothing here talks to a cluster,
-so there is no leader election and no Kubernetes Event (the audit log and metrics remain).
+so there is no leader election and no Kubernetes Event (the audit log and metrics remain). What the
+policy learned is kept in the state file (``Environment.state_file``) and resumed at the next start.
 Composition only: the parts are ``fleetslo.control.static`` and ``fleetslo.control.local``.
 """
 
@@ -23,13 +24,21 @@ from fleetslo.control.instruments import ControllerMetrics
 from fleetslo.control.leader import AlwaysLeader
 from fleetslo.control.local.template import CommandRecipe, TemplateFleet
 from fleetslo.control.loop import Binding, Controller
-from fleetslo.control.service import Actuators, Environment, Running, make_fleet, make_tracer
+from fleetslo.control.service import (
+    Actuators,
+    Environment,
+    Running,
+    make_fleet,
+    make_policy_for,
+    make_restorer,
+    make_tracer,
+)
 from fleetslo.control.settings import ControllerSettings
 from fleetslo.control.sources.direct import DirectSource
 from fleetslo.control.static import StaticFleet
 from fleetslo.core.errors import ConfigError
 from fleetslo.core.spec import STANDALONE_KINDS, BatchActuator, FleetSLO, StandaloneKind
-from fleetslo.policy.registry import check_options, make_policy
+from fleetslo.policy.registry import check_options
 
 log = logging.getLogger("fleetslo.run")
 
@@ -72,7 +81,7 @@ def build_standalone(
             actuators = Actuators(fleet, {BatchActuator.GATE: gate} if gate else {}, gate, marker=fleet)
             fleet_actuator = make_fleet(slo, actuators, metrics, dry_run=settings.dry_run,
                                         drain=settings.drain.enabled and gate is not None)  # fmt: skip
-            policy = make_policy(settings.policy, slo.spec, **settings.policy_options)
+            policy = make_policy_for(slo, settings, env)
             bindings.append(Binding(slo, policy, source, fleet_actuator))
     except BaseException:
         for close in reversed(closers):
@@ -82,7 +91,8 @@ def build_standalone(
     if tracer_shutdown is not None:
         closers.append(tracer_shutdown)
     controller = Controller(bindings, Auditor(metrics, None, tracer), leader=AlwaysLeader(),
-                            backoff=settings.backoff, permanent_retry=settings.permanent_retry)  # fmt: skip
+                            backoff=settings.backoff, permanent_retry=settings.permanent_retry,
+                            restorer=make_restorer(settings, env, specs, None))  # fmt: skip
     return Running(controller, metrics, None, list(reversed(closers)))
 
 

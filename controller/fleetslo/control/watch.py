@@ -20,10 +20,10 @@ from kubernetes import client
 from fleetslo.control.kube.client import connect
 from fleetslo.control.kube.events import KubeEventRecorder
 from fleetslo.control.kube.fleetslo_resources import Autoscalers, FleetSLOResources
-from fleetslo.control.resources import Held, guard_conflicts, invalid_status, load_resources
-from fleetslo.control.service import Environment, Service, build
+from fleetslo.control.resources import Held, Loaded, guard_conflicts, invalid_status, load_resources
+from fleetslo.control.service import Environment, Service, build, no_profile_reader, read_profile
 from fleetslo.control.settings import ControllerSettings
-from fleetslo.core.errors import FleetSLOError
+from fleetslo.core.errors import ConfigError, FleetSLOError
 from fleetslo.core.spec import FleetSLO
 from fleetslo.policy.registry import check_options
 
@@ -35,6 +35,7 @@ def held_specs(
     file_specs: Sequence[FleetSLO],
     api: client.ApiClient,
     events: KubeEventRecorder | None = None,
+    env: Environment | None = None,
 ) -> list[Held]:
     """Every spec to hold now: the file's, the valid resources', conflicts made advisory.
     Invalid resources get a Degraded status saying why they are not held. Pass the same
@@ -43,6 +44,7 @@ def held_specs(
     if settings.resources.enabled:
         resources = FleetSLOResources(api)
         loaded = load_resources(resources.find(settings.resources.namespaces))
+        refuse_unreadable_profiles(loaded, env)
         for (namespace, name), message in loaded.invalid.items():
             log.error("FleetSLO %s/%s is not held: %s", namespace, name, message)
             try:
@@ -55,6 +57,19 @@ def held_specs(
             events = KubeEventRecorder(api, settings.kubernetes.component, time.time)
         held = guard_conflicts(held, Autoscalers(api), events)
     return held
+
+
+def refuse_unreadable_profiles(loaded: Loaded, env: Environment | None) -> None:
+    """A resource whose ``spec.profile`` cannot be read is not held: it is invalid as written, and
+    its status says why (as for any other invalid spec), rather than running on the wrong prior."""
+    for h in list(loaded.held):
+        if h.slo.spec.profile is None or h.resource is None:
+            continue
+        try:
+            read_profile(h.slo, env.profiles if env is not None else no_profile_reader)
+        except ConfigError as exc:
+            loaded.held.remove(h)
+            loaded.invalid[h.resource] = str(exc)
 
 
 def fingerprint(held: Sequence[Held]) -> list[tuple[str, str, str]]:
@@ -74,7 +89,7 @@ def serve(
     api = api or connect(settings.kubernetes, in_pod=env.in_pod)
     status = FleetSLOResources(api) if settings.resources.enabled else None
     events = None if settings.dry_run else KubeEventRecorder(api, settings.kubernetes.component, time.time)
-    held = held_specs(settings, file_specs, api, events)
+    held = held_specs(settings, file_specs, api, events, env)
     while not stop.is_set():
         log.info(
             "holding %d FleetSLO(s): %s", len(held), ", ".join(h.slo.metadata.name for h in held) or "none"
@@ -84,7 +99,7 @@ def serve(
         )
         service.start()
         try:
-            held = _until_changed(settings, file_specs, api, held, stop, events)
+            held = _until_changed(settings, file_specs, api, held, stop, events, env)
         finally:
             service.stop()
 
@@ -96,6 +111,7 @@ def _until_changed(  # noqa: PLR0917 (private, one caller)
     held: list[Held],
     stop: threading.Event,
     events: KubeEventRecorder | None,
+    env: Environment,
 ) -> list[Held]:
     """Wait for ``stop`` or for a different set of specs (then returned)."""
     if not settings.resources.enabled and not settings.resources.conflict_check:
@@ -103,7 +119,7 @@ def _until_changed(  # noqa: PLR0917 (private, one caller)
         return held
     while not stop.wait(settings.resources.resync):
         try:
-            fresh = held_specs(settings, file_specs, api, events)
+            fresh = held_specs(settings, file_specs, api, events, env)
         except FleetSLOError as exc:
             log.warning("could not list FleetSLOs again (keeping the current ones): %s", exc)
             continue

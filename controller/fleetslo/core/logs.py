@@ -33,7 +33,10 @@ class JsonFormatter(logging.Formatter):
 
 
 #: Loggers that speak once per request or per scheduler tick: warnings only, unless debugging.
-CHATTY_LOGGERS = ("httpx", "httpcore", "apscheduler", "aiohttp.access", "kubernetes.client.rest")
+#: (``fleetslo.sim.audit``: the audit line of every simulated decision, thousands per replay.)
+CHATTY_LOGGERS = (
+    "httpx", "httpcore", "apscheduler", "aiohttp.access", "kubernetes.client.rest", "fleetslo.sim.audit",
+)  # fmt: skip
 
 #: The levels ``--log-level`` accepts.
 LEVELS = ("debug", "info", "warning", "error")

@@ -3,10 +3,10 @@
 DESIGN's rule is that missing, stale or partial data holds and never scales down. The ``fleetslo``
 policy follows it inside ``decide``; the baselines reproduce other autoscalers as those projects
 define them, and some of them act on data 15 minutes old or on 1 replica of 8 reporting. The
-simulator keeps them faithful (it measures what those tools would do); the controller applies
-``guard_scale_down`` to every decision before acting (``control.loop``), so nothing fleetslo runs
-removes replicas on a picture it cannot trust. Scale-ups pass: a partial picture may still show
-too little capacity. Pure.
+policies stay faithful to those tools; the controller applies ``guard_scale_down`` to every
+decision before acting (``control.loop``, which the simulator runs too), so nothing fleetslo runs
+or simulates removes replicas on a picture it cannot trust. Scale-ups pass: a partial picture may
+still show too little capacity. Pure.
 """
 
 from __future__ import annotations

@@ -13,7 +13,6 @@ import contextlib
 import gc
 import logging
 import math
-import signal
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 
@@ -30,6 +29,7 @@ from fleetslo.sidecar.exporter.signals import ExactLatency
 from fleetslo.sidecar.exporter.tracker import EngineTracker
 from fleetslo.sidecar.gpu.settings import GpuSettings
 from fleetslo.sidecar.gpu.telemetry import build_gpu_telemetry, tokens_from_signals
+from fleetslo.sidecar.lifecycle import run_until_signalled
 from fleetslo.sidecar.settings import ExporterSettings, GateServerSettings
 from fleetslo.sidecar.thresholds import SloThresholds
 
@@ -281,19 +281,4 @@ def run_exporter(
 ) -> int:
     """Entry point of ``fleetslo exporter``: serve until SIGTERM (exit 0) or SIGINT (exit 130)."""
     tune_gc_for_serving()
-    received: list[int] = []
-
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-
-        def stopping(signum: int) -> None:
-            received.append(signum)
-            stop.set()
-
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stopping, sig)
-        await serve(settings, stop, gpu, gate)
-
-    asyncio.run(main())
-    return 128 + signal.SIGINT if signal.SIGINT in received else 0
+    return run_until_signalled(lambda stop: serve(settings, stop, gpu, gate))

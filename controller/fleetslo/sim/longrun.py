@@ -1,18 +1,19 @@
 """Replay days of traffic in bounded memory: streamed arrivals in, windowed results out.
 
 ``runner.simulate`` holds every request of a trace and judges them at the end; two weeks of a fleet
-of 60 replicas are tens of millions of requests. ``simulate_stream`` runs the same loop — arrivals,
-engine runs, replicas becoming ready, scrapes, decisions, applied exactly as ``runner._Loop``
-applies them, on the same ``Fleet`` — but takes arrivals from an iterator, and judges each one-minute
-window as soon as every request that arrived in it is done: memory holds the requests in flight
-and the windows still open, never the trace. Its windows equal ``result.build_result``'s on any
-trace both can run (``tests/unit/sim/test_longrun.py``).
+of 60 replicas are tens of millions of requests. ``simulate_stream`` runs the same loop — the one
+``control_plane.ControlPlane.run``: arrivals, engine runs, replicas becoming ready, scrapes, and the
+production ``Controller`` deciding and applying, on the same ``Fleet`` — but takes arrivals from an
+iterator, and judges each one-minute window as soon as every request that arrived in it is done:
+memory holds the requests in flight and the windows still open, never the trace. Its windows equal
+``result.build_result``'s on any trace both can run (``tests/unit/sim/test_longrun.py``).
 
 What it adds: per-day figures (window and request attainment, replica-hours exactly from every
 replica's request and gone times, p90s). Overall p90s over days are not kept (every value would
 have to be); the per-day and per-window p90s are exact.
 
-This module drives and judges; it decides nothing (the policy does) and models no engine.
+The runner drives; the controller decides. This module takes arrivals and judges; it decides nothing
+and models no engine.
 """
 
 from __future__ import annotations
@@ -20,25 +21,23 @@ from __future__ import annotations
 import functools
 import heapq
 import math
-import random
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleetslo.core.model import Decision
+from fleetslo.control.instruments import ControllerMetrics
+from fleetslo.control.ports import Source
 from fleetslo.policy.base import Policy
-from fleetslo.sim.fleet import Fleet, FleetConfig, Replica
-from fleetslo.sim.observe import build_observation
+from fleetslo.sim.control_plane import ControlPlane, FleetSample, ScaleEvent, SimConfig
+from fleetslo.sim.fleet import Replica
 from fleetslo.sim.records import SimRequest
 from fleetslo.sim.result import JUDGE_WINDOW_S, judge_window
 from fleetslo.sim.result_types import WindowResult
-from fleetslo.sim.runner import FleetSample, ScaleEvent, SimConfig
 from fleetslo.sim.workload import Request
 
 DAY_S = 86_400.0
-_MAX_REPLICAS = 10_000
 
 
 @dataclass(slots=True)
@@ -64,6 +63,10 @@ class StreamResult:
     requests_by_day: dict[int, tuple[int, int]] = field(default_factory=dict)  # (requests, met)
     preemptions: int = 0
     wall_seconds: float = 0.0
+    #: The controller's own metrics over the replay (decisions by reason, errors, tick durations).
+    controller: ControllerMetrics | None = None
+    #: Reconciles that failed and were backed off: (t, stage, error kind).
+    failures: list[tuple[float, str, str]] = field(default_factory=list)
 
     def window_attainment(self, start_s: float = 0.0, end_s: float = math.inf) -> float | None:
         judged = [w.met for w in self.windows if w.met is not None and start_s <= w.start_s < end_s]
@@ -85,11 +88,19 @@ class StreamResult:
 
 
 def simulate_stream(
-    arrivals: Iterable[Request], policy: Policy[Any], config: SimConfig, *, day_s: float = DAY_S
+    arrivals: Iterable[Request],
+    policy: Policy[Any],
+    config: SimConfig,
+    *,
+    day_s: float = DAY_S,
+    wrap_source: Callable[[Source], Source] | None = None,
 ) -> StreamResult:
-    """Replay ``arrivals`` (sorted by arrival) through a warm fleet under ``policy``."""
+    """Replay ``arrivals`` (sorted by arrival) through a warm fleet under ``policy``.
+
+    ``wrap_source`` wraps the simulated fleet's source, as ``runner.simulate``'s does.
+    """
     started = time.perf_counter()
-    loop = _StreamLoop(iter(arrivals), policy, config, day_s)
+    loop = _StreamLoop(iter(arrivals), policy, config, day_s, wrap_source)
     loop.run()
     result = loop.finish()
     result.wall_seconds = time.perf_counter() - started
@@ -98,25 +109,23 @@ def simulate_stream(
 
 class _StreamLoop:
     def __init__(
-        self, arrivals: Iterator[Request], policy: Policy[Any], config: SimConfig, day_s: float
+        self,
+        arrivals: Iterator[Request],
+        policy: Policy[Any],
+        config: SimConfig,
+        day_s: float,
+        wrap_source: Callable[[Source], Source] | None,
     ) -> None:
         self.arrivals = arrivals
-        self.policy, self.config, self.spec = policy, config, config.spec
+        self.config, self.spec = config, config.spec
         self.day_s = day_s
-        fleet_config = FleetConfig(
-            model_name=self.spec.target.model_name,
-            cold_start_s=self.spec.replicas.cold_start,
-            cold_start_sigma=config.cold_start_sigma,
-            router_queue_limit=config.router_queue_limit,
-            ring_size=int(config.window_s / config.scrape_interval_s) + 4,
-            buckets=config.buckets,
+        # Decision samples are not kept: over days they would grow with the run, not the fleet.
+        self.plane = ControlPlane(
+            policy, config, on_sample=self._sample, record_decisions=False, wrap_source=wrap_source
         )
-        limit = config.initial_batch_limit or config.profile.max_num_seqs
-        self.fleet = Fleet(config.profile, fleet_config, limit, random.Random(config.seed))
-        self.fleet.add_ready(config.initial_replicas, 0.0)
-        self.state = policy.initial_state(self.spec)
+        self.fleet = self.plane.fleet
         self.result = StreamResult()
-        self.next_scrape = self.next_tick = self.now = 0.0
+        self.now = 0.0
         self.count = 0
         self.next: SimRequest | None = None
         self.last_arrival = 0.0
@@ -142,19 +151,12 @@ class _StreamLoop:
         self.count += 1
         self.last_arrival = request.arrival_s
 
-    # --- the loop (as runner._Loop) ---------------------------------------------------------
-
     def run(self) -> None:
-        while True:
-            t_ctrl = min(self.next_scrape, self.next_tick, self.fleet.next_ready_at())
-            self._pump(t_ctrl)
-            if (self.next is None and self.fleet.outstanding() == 0) or t_ctrl > self.deadline:
-                return
-            self.now = t_ctrl
-            self._control(t_ctrl)
-            self._judge_done()
+        """Arrivals and engine runs (``_pump``) between the control plane's events, to the end."""
+        self.plane.run(self._pump, self._stop, self._after_control)
 
     def _pump(self, until: float) -> None:
+        """Process arrivals and engine events up to ``until`` (inclusive), earliest first."""
         fleet, in_flight = self.fleet, self.in_flight
         route, run_event, events = fleet.route, fleet.run_next_event, fleet.events
         req = self.next
@@ -179,50 +181,16 @@ class _StreamLoop:
                 req = self.next
                 t_arrival = req.arrival if req is not None else math.inf
 
-    def _control(self, now: float) -> None:
-        fleet = self.fleet
-        if fleet.next_ready_at() <= now:
-            fleet.promote_due(now)
-        if self.next_scrape <= now:
-            fleet.scrape(now)
-            counts = fleet.counts()
-            sample = FleetSample(
-                now, counts.ready, counts.starting, counts.draining, fleet.limit, fleet.queue_length()
-            )
-            self.samples.setdefault(int(now // JUDGE_WINDOW_S), []).append(sample)
-            self.next_scrape += self.config.scrape_interval_s
-        if self.next_tick <= now:
-            self._decide(now)
-            self.next_tick += self.policy.interval
+    def _stop(self, t_ctrl: float) -> bool:
+        done = self.next is None and self.fleet.outstanding() == 0
+        return done or t_ctrl > self.deadline
 
-    def _decide(self, now: float) -> None:
-        fleet, config = self.fleet, self.config
-        obs = build_observation(
-            self.spec.target.name,
-            now,
-            config.window_s,
-            histories=fleet.histories(now, config.window_s),
-            replicas=fleet.counts(),
-            batch_limit=fleet.limit,
-            spec=self.spec,
-            slack=config.scrape_interval_s / 2,
-        )
-        decision, self.state = self.policy.decide(obs, self.state, self.spec, now)
-        self._apply(decision, now)
+    def _after_control(self, now: float) -> None:
+        self.now = now
+        self._judge_done()
 
-    def _apply(self, decision: Decision, now: float) -> None:
-        fleet = self.fleet
-        before = len(fleet.ready) + len(fleet.starting)
-        target = max(0, min(decision.replicas, _MAX_REPLICAS))
-        old_limit = fleet.limit
-        if target != before:
-            fleet.scale_to(target, now)
-        if decision.batch_limit is not None and decision.batch_limit != fleet.limit:
-            fleet.set_limit(decision.batch_limit, now)
-        if target != before or fleet.limit != old_limit:
-            self.result.events.append(
-                ScaleEvent(now, before, target, fleet.limit, str(decision.reason), decision.message)
-            )
+    def _sample(self, sample: FleetSample) -> None:
+        self.samples.setdefault(int(sample.t // JUDGE_WINDOW_S), []).append(sample)
 
     # --- judging ----------------------------------------------------------------------------
 
@@ -283,6 +251,8 @@ class _StreamLoop:
         if tail:
             self.open[count - 1] = functools.reduce(_merge, tail)
         self._close_windows_below(count)
+        records = self.plane.records
+        res.events, res.failures, res.controller = records.events, records.failures, self.plane.metrics
         res.replica_seconds = fleet.replica_seconds(end)
         res.replica_seconds_by_day = _replica_seconds_by_day(fleet.replicas, end, self.day_s)
         res.rejected = fleet.rejected

@@ -71,10 +71,11 @@ def quiet_gc() -> Iterator[None]:
 
     A replay holds a million request records (the trace, the requests in flight), and CPython's
     full collections walk every one of them again and again: 15-20 % of a 1.16 M-request replay's
-    CPU went there (``benchmarks sim``). The simulator makes no reference cycles: the records are
-    freed by reference counting as they are judged (a 20-minute replay under the ``fleetslo``
-    policy left 0 cyclic objects for the collector), so memory stays what it was. On the way out
-    the collector is left as it was found.
+    CPU went there (``benchmarks sim``). A replay makes no garbage that only the collector could
+    free while it runs: requests are freed by reference counting as they are judged. Its own state
+    at the end is cyclic (the control plane's objects refer to each other) and is freed by the
+    first collection after the run; a streamed replay four times longer leaves no more of it
+    (``tests/unit/sim/test_quiet_gc.py``). On the way out the collector is left as it was found.
     """
     was_enabled = gc.isenabled()
     gc.disable()

@@ -136,6 +136,17 @@ def test_a_static_target_is_observed_and_never_scaled(tmp_path: Path) -> None:
             )
         finally:
             code = _stop(process)
+        # what it learned is in the state file next to its config; a restart resumes it
+        saved = json.loads((tmp_path / "fleetslo-state.json").read_text())["targets"]["static-target"]
+        (tmp_path / "run.log").rename(tmp_path / "first-run.log")
+        again = _run(tmp_path, _spec("static-target", target, {"min": 1, "max": 4}, mode="advisory"),
+                     gate={"token_file": str(token)})  # fmt: skip
+        try:
+            restarted = _decisions_until(
+                again, tmp_path / "run.log", lambda ls: any("reason" in x for x in ls), 90
+            )
+        finally:
+            _stop(again)
     finally:
         for p in reversed(started):
             p.terminate()
@@ -145,6 +156,10 @@ def test_a_static_target_is_observed_and_never_scaled(tmp_path: Path) -> None:
     assert all(line.get("replicas_before") == 1 for line in decided), "nothing scaled a static target"
     assert any(line.get("replicas_reporting") == 1 for line in decided), "its sidecar was read"
     assert code == 0
+    assert saved["schema"] == 1 and saved["policy"] == "fleetslo" and saved["learned"]["model"]
+    first = [x for x in audit(tmp_path / "first-run.log") if x.get("event") == "state_restored"]
+    resumed = [x for x in restarted if x.get("event") == "state_restored"]
+    assert [x["learned"] for x in first] == ["prior"] and [x["learned"] for x in resumed] == ["resumed"]
 
 
 def test_a_static_target_in_enforce_mode_must_pin_its_size() -> None:

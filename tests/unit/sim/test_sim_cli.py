@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import logging
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 from fleetslo.cli import EXIT_OK, EXIT_USAGE, main
+from fleetslo.core import logs
 from fleetslo.sim.profile import builtin_profile
 
 PROFILE = "mi300x-llama3.1-8b-fp8-tp1"
@@ -142,3 +145,29 @@ def test_sample_must_be_a_whole_number_of_at_least_one(
 ) -> None:
     assert main(["simulate", "--trace", str(trace_file), "--sample", "0"]) == EXIT_USAGE
     assert "--sample" in capsys.readouterr().err
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    """``main`` configures the root logger; later tests must not inherit a debug level."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+    for name in logs.CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET)
+
+
+@pytest.mark.parametrize(("level", "shown"), [("info", False), ("debug", True)])
+@pytest.mark.usefixtures("restore_logging")
+def test_the_simulated_controllers_audit_lines_show_only_when_debugging(
+    trace_file: Path, capsys: pytest.CaptureFixture[str], level: str, shown: bool
+) -> None:
+    # One line per simulated decision: at info, ``fleetslo simulate`` would print thousands of them.
+    args = ["simulate", "--trace", str(trace_file), "--profile", PROFILE, "--policy", "hpa-util"]
+    assert main([*args, "--json", "--duration", "2m", "--log-level", level]) == EXIT_OK
+    err = capsys.readouterr().err.splitlines()
+    audit = [line for line in err if '"logger": "fleetslo.sim.audit"' in line]
+    assert bool(audit) is shown
+    assert all(json.loads(line)["event"] == "decision" for line in audit)

@@ -65,3 +65,35 @@ def test_history_errors_are_classified() -> None:
         )
     empty = {"status": "success", "data": {"resultType": "matrix", "result": []}}
     assert answer(200, empty).query_range("up", 0, 1, 1) == []  # no series: no history, not zeros
+
+
+def test_load_history_reads_requests_and_tokens_over_the_forecaster_s_bin() -> None:
+    """Two range queries (requests/s, prompt + generated tokens/s) at the same step, joined by
+    time; a step one of them lacks stays missing there, never 0."""
+    queries: list[dict[str, str]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        form = dict(httpx.QueryParams(request.content.decode()))
+        queries.append(form)
+        start, step = float(form["start"]), float(form["step"])
+        tokens = "+" in form["query"]
+        times = [start + k * step for k in range(4) if not (tokens and k == 2)]
+        values = [[t, repr(1750.0 * day_curve(t) if tokens else day_curve(start))] for t in times]
+        body = {
+            "status": "success",
+            "data": {"resultType": "matrix", "result": [{"metric": {}, "values": values}]},
+        }
+        return httpx.Response(200, json=body)
+
+    source = PrometheusSource(PrometheusClient("http://prom:9090", transport=httpx.MockTransport(handler)))
+    history = source.load_history(SLO, NOW, days=14, step=300)
+    assert len(queries) == 2 and {float(q["step"]) for q in queries} == {300.0}
+    end = NOW // 300 * 300  # aligned to the forecaster's bins
+    assert all(float(q["start"]) == end - 14 * DAY and float(q["end"]) == end for q in queries)
+    requests, tokens = sorted(queries, key=lambda q: "+" in q["query"])
+    assert "request_success" in requests["query"] and "[300s]" in requests["query"]
+    assert "prompt_tokens" in tokens["query"] and "generation_tokens" in tokens["query"]
+    # each dated at the middle of the 5 minutes its rate covers: in the bin of those 5 minutes
+    assert [s.at for s in history] == [end - 14 * DAY + k * 300 - 150 for k in range(4)]
+    assert history[2].tokens is None and history[2].requests is not None  # missing, not 0
+    assert history[1].tokens == pytest.approx(1750.0 * day_curve(end - 14 * DAY + 300))

@@ -1,7 +1,8 @@
 """FleetSLO custom resources (``fleetslo.io/v1alpha1``), and the other autoscalers on a workload.
 
-``FleetSLOResources`` lists the resources (in the watched namespaces, or cluster-wide) and writes
-their ``status`` subresource with a merge patch — the only part of the object the controller owns.
+``FleetSLOResources`` lists the resources (in the watched namespaces, or cluster-wide), writes
+their ``status`` subresource with a merge patch — the only part of the object the controller owns —
+and reads one back (a new leader resumes the learned state the old one kept there).
 ``Autoscalers`` finds an HPA (``autoscaling/v2``) or a KEDA ScaledObject (``keda.sh/v1alpha1``)
 whose ``scaleTargetRef`` is a FleetSLO's target: two controllers writing one replica count fight,
 so the caller refuses to enforce there. A cluster without KEDA answers 404 for ScaledObjects,
@@ -56,6 +57,23 @@ class FleetSLOResources:
                 )
             items.extend(_items(listed))
         return items
+
+    def read_status(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The status the resource holds now (what the last leader wrote), ``None`` without one.
+
+        Read with a ``list`` narrowed to the one name (``metadata.name`` field selector), the verb
+        the controller's Role already grants for the resync, rather than a ``get`` it may not have.
+        """
+        with api_call(f"read the status of FleetSLO {namespace}/{name}"):
+            listed = self._objects.list_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, field_selector=f"metadata.name={name}",
+                _request_timeout=REQUEST_TIMEOUT,
+            )  # fmt: skip
+        for item in _items(listed):
+            if (item.get("metadata") or {}).get("name") == name:
+                status = item.get("status")
+                return status if isinstance(status, dict) else None
+        return None
 
     def write_status(self, namespace: str, name: str, status: FleetSLOStatus) -> None:
         body = {"status": status.model_dump(mode="json", exclude_none=True)}

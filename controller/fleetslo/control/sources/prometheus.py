@@ -1,8 +1,8 @@
 """Observations from a Prometheus-compatible HTTP API (Prometheus, Thanos Query, Mimir, VictoriaMetrics).
 
 Only ``POST /api/v1/query`` is used (form-encoded, so long selectors never hit URL limits), with an
-optional bearer token and TLS options, and ``/api/v1/query_range`` once at start for the request-rate
-history the seasonal forecast is bootstrapped from (``PrometheusSource.arrival_history``).
+optional bearer token and TLS options, and ``/api/v1/query_range`` once per leadership term for the
+load history the seasonal forecast is bootstrapped from (``PrometheusSource.load_history``).
 One query per target per tick (see ``promql``). The answer
 becomes an ``Observation``: quantiles and the SLO attainment come from the windowed bucket rates by
 the same Prometheus-exact math as everywhere else, ``data_age`` from the newest sample's own
@@ -29,6 +29,7 @@ from fleetslo.core.errors import BadQuery, SourceUnavailable
 from fleetslo.core.histogram import BucketHistogram, fraction_at_or_below, quantile
 from fleetslo.core.model import Observation, Quantiles, ReplicaCounts
 from fleetslo.core.spec import FleetSLO
+from fleetslo.policy.base import LoadSample
 
 #: Bodies quoted in error messages are cut here: a proxy's HTML error page is no log line.
 _BODY_MAX = 256
@@ -170,10 +171,27 @@ class PrometheusSource:
     def arrival_history(
         self, slo: FleetSLO, now: float, *, days: float = 14.0, step: float = 300.0
     ) -> list[tuple[float, float]]:
-        """The target's arrival rate (requests/s over ``step``) for the last ``days``: what the
-        seasonal forecast is bootstrapped from at start, so a restart does not forget the week."""
+        """The target's arrival rate (requests/s over ``step``) for the last ``days``."""
         expr = signal_exprs(self.selection(slo), step, self.max_age)[Signal.REQUESTS]
         return self.client.query_range(expr, now - days * 86_400.0, now, step)
+
+    def load_history(self, slo: FleetSLO, now: float, *, days: float, step: float) -> list[LoadSample]:
+        """The target's requests/s and tokens/s (prompt + generated), each the rate over one
+        ``step`` (the forecaster's bin), for the last ``days``: what the seasonal forecast is
+        bootstrapped from at start, so a restart does not forget the week. Two range queries;
+        a step where neither has a value is left out (missing, never 0).
+
+        The steps are aligned to multiples of ``step`` and each sample is dated at the middle of
+        the step its rate covers, so it lands in the forecaster's bin for that step, not the next.
+        """
+        exprs = signal_exprs(self.selection(slo), step, self.max_age)
+        end = math.floor(now / step) * step
+        start = end - math.floor(days * 86_400.0 / step) * step
+        requests = dict(self.client.query_range(exprs[Signal.REQUESTS], start, end, step))
+        tokens_expr = f"({exprs[Signal.PROMPT_TOKENS]}) + ({exprs[Signal.GENERATION_TOKENS]})"
+        tokens = dict(self.client.query_range(tokens_expr, start, end, step))
+        times = sorted(requests.keys() | tokens.keys())
+        return [LoadSample(t - step / 2, requests.get(t), tokens.get(t)) for t in times]
 
 
 def to_observation(

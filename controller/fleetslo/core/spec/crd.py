@@ -123,7 +123,7 @@ def model_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 def field_schema(info: FieldInfo) -> dict[str, Any]:
     """One field: its type's schema plus the bounds pydantic checks."""
-    if any(isinstance(m, BeforeValidator) and m.func is parse_duration for m in info.metadata):
+    if _is_duration(info.metadata):
         return _duration()
     schema = type_schema(info.annotation)
     for constraint in info.metadata:
@@ -133,8 +133,14 @@ def field_schema(info: FieldInfo) -> dict[str, Any]:
     return schema
 
 
+def _is_duration(metadata: Any) -> bool:
+    return any(isinstance(m, BeforeValidator) and m.func is parse_duration for m in metadata)
+
+
 def type_schema(annotation: Any) -> dict[str, Any]:
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated and _is_duration(annotation.__metadata__):
+        return _duration()  # an optional duration: the Annotated type sits inside the union
     if origin in (types.UnionType, typing.Union):
         present = [a for a in args if a is not type(None)]
         if len(present) > 1 and all(isinstance(a, type) and issubclass(a, Enum) for a in present):

@@ -79,5 +79,7 @@ class FleetSLOStatus(Frozen):
     #: The autoscaler the controller found on the workload (``HorizontalPodAutoscaler ns/name``).
     conflictsWith: str | None = None
     conditions: tuple[Condition, ...] = ()
-    #: The learned capacity model, as its ``to_dict`` gives it, so a restarted controller starts warm.
+    #: What the policy learned (``fleetslo.control.state``: ``{schema, policy, savedAt, start,
+    #: learned}``, at most 16 KiB), so a restarted controller or a new leader starts warm;
+    #: ``start.learned: discarded`` marks a start from the prior because the record was unusable.
     capacityModel: dict[str, Any] | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, ClassVar, Literal
 
@@ -240,6 +241,54 @@ class Cost(Frozen):
     gpus_per_replica: int = Field(default=1, ge=1, le=64)
 
 
+#: An RFC 3339 instant with its offset, as Kubernetes writes times: ``2026-12-01T18:00:00Z``.
+RFC3339 = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$"
+
+
+class ForecastEvent(Frozen):
+    """Traffic known ahead: ``rate_factor`` × the usual level from ``start`` until ``end`` (or for
+    ``duration``). A launch, a campaign, a batch job: the forecast scales what it expects over the
+    event and keeps what it observes then out of what it learns about ordinary days."""
+
+    name: str = Field(min_length=1, max_length=63)
+    start: str = Field(pattern=RFC3339)
+    end: str | None = Field(default=None, pattern=RFC3339)
+    #: A duration such as ``1h`` (instead of ``end``).
+    duration: PositiveDuration | None = None
+    rate_factor: float = Field(gt=0, le=100)
+
+    cel_rules: ClassVar[tuple[CelRule, ...]] = (
+        CelRule("has(self.end) != has(self.duration)", "give either end or duration"),
+        CelRule("!has(self.end) || timestamp(self.end) > timestamp(self.start)", "end must be after start"),
+    )
+
+    @model_validator(mode="after")
+    def _one_end(self) -> ForecastEvent:
+        if (self.end is None) == (self.duration is None):
+            raise ValueError("give either end or duration")
+        if self.end is not None and self.end_s <= self.start_s:
+            raise ValueError(f"end ({self.end}) must be after start ({self.start})")
+        return self
+
+    @property
+    def start_s(self) -> float:
+        """Unix seconds."""
+        return datetime.fromisoformat(self.start).timestamp()
+
+    @property
+    def end_s(self) -> float:
+        if self.end is not None:
+            return datetime.fromisoformat(self.end).timestamp()
+        assert self.duration is not None
+        return self.start_s + self.duration
+
+
+class Forecast(Frozen):
+    """What the controller's forecast is told ahead (optional)."""
+
+    events: tuple[ForecastEvent, ...] = Field(default=(), max_length=64)
+
+
 class Mode(StrEnum):
     ENFORCE = "enforce"
     ADVISORY = "advisory"
@@ -259,6 +308,8 @@ class FleetSLOSpec(Frozen):
     #: An engine profile (a packaged name or a YAML file, e.g. from ``fleetslo profile``) that the
     #: capacity model may start from before it has learned the target's own latency.
     profile: str | None = None
+    #: Known events the forecast cannot learn from history (``forecast.events``).
+    forecast: Forecast | None = None
 
     @model_validator(mode="after")
     def _static_is_not_scaled(self) -> FleetSLOSpec:

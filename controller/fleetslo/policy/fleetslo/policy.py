@@ -27,10 +27,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from fleetslo.core.model import Decision, Observation, Reason
 from fleetslo.core.spec import BatchActuator, FleetSLOSpec
-from fleetslo.policy.fleetslo import signals
+from fleetslo.policy.base import Carried, Restored
+from fleetslo.policy.fleetslo import carry, signals
 from fleetslo.policy.fleetslo.config import FleetSLOConfig
 from fleetslo.policy.fleetslo.learning import PerformanceModel
 from fleetslo.policy.fleetslo.perf_model import Prediction
@@ -67,7 +69,22 @@ class FleetSLOPolicy:
         self.interval = self.config.interval
 
     def initial_state(self, spec: FleetSLOSpec) -> FleetSLOState:
-        return FleetSLOState(PerformanceModel(self.config.step_cost or CONSERVATIVE_PRIOR))
+        state = FleetSLOState(PerformanceModel(self.config.step_cost or CONSERVATIVE_PRIOR))
+        return carry.with_known_events(state, spec)
+
+    # --- across restarts (``policy.base.Restorable``; the logic is in ``carry``) --------------
+
+    def learned(self, state: FleetSLOState) -> dict[str, Any]:
+        return state.learned()
+
+    def history_step(self, state: FleetSLOState) -> float | None:
+        seasonal = state.forecast.seasonal
+        return None if seasonal is None else seasonal.config.bin_s
+
+    def restore(
+        self, state: FleetSLOState, spec: FleetSLOSpec, carried: Carried
+    ) -> tuple[FleetSLOState, Restored]:
+        return carry.restore(state, carried)
 
     def decide(
         self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, now: float

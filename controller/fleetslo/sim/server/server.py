@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -29,6 +28,7 @@ from prometheus_client.registry import CollectorRegistry
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from fleetslo.core.config import Duration, PositiveDuration, parse_listen
+from fleetslo.sidecar.lifecycle import run_until_signalled
 from fleetslo.sim.profile import EngineProfile
 from fleetslo.sim.server import openai
 from fleetslo.sim.server.clock import SpeedClock
@@ -260,22 +260,4 @@ async def serve(settings: SimServerSettings, profile: EngineProfile, stop: async
 
 def run_sim_server(settings: SimServerSettings, profile: EngineProfile) -> int:
     """Entry point of ``fleetslo sim-server``: serve until SIGTERM (exit 0) or SIGINT (exit 130)."""
-    received: list[int] = []
-
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-
-        def stopping(signum: int) -> None:
-            received.append(signum)
-            stop.set()
-
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stopping, sig)
-        await serve(settings, profile, stop)
-
-    try:
-        asyncio.run(main())
-    except KeyboardInterrupt:  # before the handlers were installed
-        received.append(signal.SIGINT)
-    return 128 + signal.SIGINT if signal.SIGINT in received else 0
+    return run_until_signalled(lambda stop: serve(settings, profile, stop))
