@@ -54,6 +54,12 @@ def _configure_simulate(p: argparse.ArgumentParser) -> None:
         "--policy-option", dest="policy_options", action="append", default=[], metavar="KEY=VALUE",
         help="a policy tunable, repeatable (e.g. headroom=0.2 for fleetslo; each takes those it knows)",
     )  # fmt: skip
+    p.add_argument(
+        "--sample", type=int, metavar="M",
+        help="representative replicas: simulate one replica in M on every M-th request (replica bounds, "
+        "--replicas and --initial-replicas divided by M); sizes, costs and counts are scaled back by M "
+        "and the result says sample: M",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--report", help="also write a self-contained HTML report here")
     p.add_argument("--title", help="report title")
@@ -67,6 +73,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
     from fleetslo.core.config import parse_duration
     from fleetslo.sim import compare
     from fleetslo.sim.profile import builtin_profile, profile_from_mapping
+    from fleetslo.sim.records import quiet_gc
     from fleetslo.sim.traces import load_trace
 
     def seconds(flag: str, value: str | None) -> float | None:
@@ -90,17 +97,20 @@ def _run_simulate(args: argparse.Namespace) -> int:
         duration_s=seconds("duration", args.duration),
         scrape_interval_s=seconds("scrape-interval", args.scrape_interval) or 15.0,
         window_s=seconds("window", args.window) or 60.0,
-        policy_options=compare.parse_policy_options(args.policy_options),
+        policy_options=compare.parse_policy_options(args.policy_options), sample=args.sample,
     )  # fmt: skip
+    if args.sample is not None and args.sample < 1:
+        raise ConfigError(
+            f"--sample: must be a whole number >= 1 (one replica simulated in M; got {args.sample})"
+        )
     report = prepare_output(args.report, "--report") if args.report else None  # before the work
-    trace = compare.shape_trace(load_trace(args.trace), options)
-    scenario = compare.build_scenario(trace, Path(args.trace).name, profile, options)
+    with quiet_gc():  # a replay piles up no cyclic garbage while it runs (records.quiet_gc)
+        trace = compare.shape_trace(load_trace(args.trace), options)
+        scenario = compare.build_scenario(trace, Path(args.trace).name, profile, options)
+        simulated = _simulate_with_progress(scenario, options, show=not args.json)
     # the report's "no limit": the batch limit the profile's replicas start with
-    results = [
-        replace(r, max_num_seqs=profile.max_num_seqs)
-        for r in _simulate_with_progress(scenario, options, show=not args.json)
-    ]
-    title = args.title or compare.title_for(scenario)
+    results = [replace(r, max_num_seqs=profile.max_num_seqs) for r in simulated]
+    title = args.title or compare.title_for(scenario, args.sample)
     # The results first: a report that cannot be written after all must not lose them.
     if args.json:
         dicts = [r.to_dict() for r in results]

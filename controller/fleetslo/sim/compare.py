@@ -19,7 +19,7 @@ from fleetslo.core.errors import ConfigError
 from fleetslo.policy.base import Policy
 from fleetslo.policy.fleetslo.physics import StepCost
 from fleetslo.policy.registry import POLICIES, make_policy
-from fleetslo.sim import oracle
+from fleetslo.sim import oracle, sampled
 from fleetslo.sim.profile import EngineProfile
 from fleetslo.sim.result_types import SimResult
 from fleetslo.sim.scenario import Scenario, initial_replicas, make_spec, run_policy
@@ -52,6 +52,8 @@ class SimulateOptions:
     window_s: float = 60.0
     #: ``--policy-option KEY=VALUE`` pairs, handed to every policy (each takes those it knows).
     policy_options: tuple[tuple[str, Any], ...] = ()
+    #: ``--sample M``: simulate one replica in M (``fleetslo.sim.sampled``); None: every replica.
+    sample: int | None = None
 
 
 def parse_policy_options(pairs: Sequence[str]) -> tuple[tuple[str, Any], ...]:
@@ -104,7 +106,10 @@ def shape_trace(trace: Trace, options: SimulateOptions) -> Trace:
 def build_scenario(
     trace: Trace, trace_name: str, profile: EngineProfile, options: SimulateOptions
 ) -> Scenario:
-    """The scenario every policy runs; sizes the warm starting fleet unless it was given."""
+    """The scenario every policy runs; sizes the warm starting fleet unless it was given.
+
+    With ``sample``, the scenario is the sampled one (every m-th request, bounds and a given warm
+    fleet divided by m) and the warm fleet is sized on it."""
     spec = make_spec(
         profile,
         ttft_s=options.ttft_s,
@@ -124,6 +129,8 @@ def build_scenario(
         window_s=options.window_s,
         scrape_interval_s=options.scrape_interval_s,
     )
+    if options.sample is not None:
+        scenario = sampled.sampled_scenario(scenario, options.sample)
     if options.initial_replicas is None:
         scenario = replace(scenario, initial_replicas=initial_replicas(scenario))
     return scenario
@@ -141,7 +148,8 @@ def run_all(
             if progress is not None:
                 progress(label, done, total)
 
-        results.append(run_policy(scenario, policy, label=name, progress=report))
+        result = run_policy(scenario, policy, label=name, progress=report)
+        results.append(result if options.sample is None else sampled.scaled_result(result, options.sample))
     return results
 
 
@@ -150,11 +158,18 @@ def make_named_policy(name: str, scenario: Scenario, options: SimulateOptions) -
     spec = scenario.spec
     if name == "oracle":
         return make_policy(name, spec, **oracle.oracle_options(oracle.plan(scenario)))
+    replicas = scenario.initial_replicas
+    if options.replicas is not None:
+        replicas = (
+            options.replicas
+            if options.sample is None
+            else sampled.sampled_replicas(options.replicas, options.sample)
+        )
     return make_policy(
         name,
         spec,
         **{
-            "replicas": options.replicas if options.replicas is not None else scenario.initial_replicas,
+            "replicas": replicas,
             "max_num_seqs": scenario.profile.max_num_seqs,
             # The simulated FleetSLO names its engine profile: fleetslo's model starts from it.
             "step_cost": step_cost(scenario.profile),
@@ -213,10 +228,13 @@ def _cell(value: Any, fmt: str) -> str:
     return fmt.format(value)
 
 
-def title_for(scenario: Scenario) -> str:
+def title_for(scenario: Scenario, sample: int | None = None) -> str:
     slo = scenario.spec.objectives
+    warm = f"{scenario.initial_replicas} warm replicas"
+    if sample is not None:
+        warm = f"{scenario.initial_replicas * sample} warm replicas ({scenario.initial_replicas} simulated)"
     return (
         f"{scenario.trace_name} on {scenario.profile.name}: p{slo.ttft.quantile * 100:g} TTFT ≤ "
         f"{slo.ttft.threshold:g}s, TPOT ≤ {slo.tpot.threshold * 1000:g}ms, "
-        f"{scenario.initial_replicas} warm replicas, cold start {scenario.spec.replicas.cold_start:g}s"
+        f"{warm}, cold start {scenario.spec.replicas.cold_start:g}s"
     )

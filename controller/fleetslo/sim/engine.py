@@ -18,16 +18,15 @@ Time is virtual and passed in. This module must not route, scale, or know about 
 
 from __future__ import annotations
 
-import math
 import random
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Callable
 from heapq import heappop, heappush
 
 from fleetslo.sim.frontend import FrontendServer
 from fleetslo.sim.profile import EngineProfile
 from fleetslo.sim.records import SimRequest
+from fleetslo.sim.runs import noise_sampler, steps_within
 from fleetslo.sim.vllm_metrics import EngineMetrics
 
 _UNBOUNDED = 1 << 62
@@ -63,8 +62,9 @@ class Engine:
         self.fe_request = fe.per_request_s if fe else 0.0
         self.fe_prompt = fe.per_prompt_token_s if fe else 0.0
         self.fe_output = fe.per_output_token_s if fe else 0.0
-        self.frontend = FrontendServer(fq, (rng or random.Random(0)).getrandbits(63)) if fq else None
-        self._noise = _noise_sampler(st.noise_cv, rng)
+        self.fe_queue = FrontendServer(fq, (rng or random.Random(0)).getrandbits(63)) if fq else None
+        self.frontend = fe is not None or fq is not None  # else the client's times are the engine's
+        self._noise = noise_sampler(st.noise_cv, rng)
         self.noisy = st.noise_cv > 0
         #: Forces runs of at most this many steps (the step-by-step reference in tests).
         self.max_run_steps = max_run_steps or _UNBOUNDED
@@ -96,8 +96,8 @@ class Engine:
     def submit(self, req: SimRequest, now: float) -> None:
         """A request reaches this replica at ``now`` (the caller has synced the engine to ``now``)."""
         req.engine_arrival = now
-        if self.frontend is not None:
-            self.frontend.admit(req.index, now, req.input_tokens, req.output_tokens)
+        if self.fe_queue is not None:
+            self.fe_queue.admit(req.index, now, req.input_tokens, req.output_tokens)
         self.waiting.append(req)
         self.outstanding += 1
 
@@ -122,7 +122,7 @@ class Engine:
         """Apply the steps of the current run that end by ``now`` (the last one stays planned)."""
         if self.run_left <= 1 or now <= self.clock:
             return
-        n = min(_steps_within(self.run_a, self.run_b, now - self.clock), self.run_left - 1)
+        n = min(steps_within(self.run_a, self.run_b, now - self.clock), self.run_left - 1)
         if n > 0:
             self._decode(n)
 
@@ -131,6 +131,11 @@ class Engine:
         if self.run_left > 1:
             self.run_left = 1
             self.run_end = self.clock + self.run_a
+
+    def cut(self, now: float) -> None:
+        """Stop the current run after the step in progress at ``now`` (``sync`` then ``truncate``)."""
+        self.sync(now)
+        self.truncate()
 
     def complete(self) -> bool:
         """Finish the planned run and plan the next; False when the engine goes idle."""
@@ -145,20 +150,24 @@ class Engine:
     def _plan(self) -> bool:
         """Schedule the next step (or run of decode steps) starting at ``self.clock``."""
         while True:
-            if not self.running and not self.waiting:
+            running = self.running
+            if not running and not self.waiting:
                 self.run_left = 0
                 return False
-            free = self.kv_cap - self.ctx_base - self.n_dec * self.step - self.prefill_kv
-            while free < self.n_dec and self.running:
-                free += self._preempt_last()
+            n, step = self.n_dec, self.step
+            free = self.kv_cap - self.ctx_base - n * step - self.prefill_kv
+            if free < n:
+                while free < self.n_dec and running:
+                    free += self._preempt_last()
+                n = self.n_dec
             # Fast path: nothing to prefill and nobody admissible (the common case between arrivals).
-            admissible = self.waiting and len(self.running) < self.limit
+            admissible = self.waiting and len(running) < self.limit
             if (self.prefilling or admissible) and self._schedule_prefill(free):
                 return True
-            if self.n_dec:
-                self._plan_decode_run(free)
+            if n:
+                self._plan_decode_run(n, step, free)
                 return True
-            if not self.running:
+            if not running:
                 # Waiting requests that cannot get any KV (only possible with a tiny cache).
                 self.run_left = 0
                 return False
@@ -166,8 +175,11 @@ class Engine:
             self._preempt_last()
 
     def _schedule_prefill(self, free: int) -> bool:
-        budget = self.max_tokens - self.n_dec
+        n_dec = self.n_dec
+        budget = self.max_tokens - n_dec
         chunks: list[tuple[SimRequest, int]] = []
+        # the step's prefill tokens and attention work, summed chunk by chunk as they are chosen
+        prefill = attention = 0.0
         for req in self.prefilling:
             if budget <= 0 or free <= 0:
                 break
@@ -175,6 +187,8 @@ class Engine:
             chunks.append((req, chunk))
             budget -= chunk
             free -= chunk
+            prefill += chunk
+            attention += chunk * (req.computed + chunk / 2)
         cap = self.limit
         waiting, running = self.waiting, self.running
         while waiting and len(running) < cap and budget > 0 and free > 0:
@@ -187,17 +201,16 @@ class Engine:
             chunks.append((req, chunk))
             budget -= chunk
             free -= chunk
-        if not chunks:
-            return False
-        prefill = attention = 0.0
-        for req, chunk in chunks:
-            self.prefill_kv += chunk
             prefill += chunk
             attention += chunk * (req.computed + chunk / 2)
-        ctx = self.ctx_base + self.n_dec * self.step
+        if not chunks:
+            return False
+        # Σ chunk == prefill exactly (whole numbers far below 2**53)
+        self.prefill_kv += int(prefill)
+        ctx = self.ctx_base + n_dec * self.step
         a = (
             self.c0
-            + self.c_seq * (self.n_dec + len(chunks))
+            + self.c_seq * (n_dec + len(chunks))
             + self.c_pf * prefill
             + self.c_kv * ctx
             + self.c_attn * attention
@@ -207,19 +220,20 @@ class Engine:
         self.run_end = self.clock + self.run_a
         return True
 
-    def _plan_decode_run(self, free: int) -> None:
+    def _plan_decode_run(self, n: int, step: int, free: int) -> None:
+        """Plan decode steps for the ``n`` decoders until the next one finishes (or the KV runs out)."""
         heap = self.heap
-        while heap[0][2] != heap[0][3].epoch:
+        top = heap[0]
+        while top[2] != top[3].epoch:
             heappop(heap)  # a preempted sequence's stale entry
-        steps = heap[0][0] - self.step
-        steps = min(steps, free // self.n_dec, self.max_run_steps)
-        n = self.n_dec
+            top = heap[0]
+        steps = min(top[0] - step, free // n, self.max_run_steps)
         f = self._noise() if self.noisy else 1.0
-        self.run_a = (self.c0 + self.c_seq * n + self.c_kv * (self.ctx_base + n * self.step)) * f
-        self.run_b = self.c_kv * n * f
+        self.run_a = a = (self.c0 + self.c_seq * n + self.c_kv * (self.ctx_base + n * step)) * f
+        self.run_b = b = self.c_kv * n * f
         self.run_left = steps
-        # _run_time, inlined: this runs once per planned run
-        self.run_end = self.clock + steps * self.run_a + self.run_b * steps * (steps - 1) / 2
+        # run_time, inlined: this runs once per planned run
+        self.run_end = self.clock + steps * a + b * steps * (steps - 1) / 2
 
     # ------------------------------------------------------------------------------- execution
 
@@ -229,19 +243,32 @@ class Engine:
         t0, step0 = self.clock, self.step
         dt = n * a + b * n * (n - 1) / 2  # _run_time, inlined (hot path)
         m = self.metrics
-        m.itl.observe_linear(a, b, n, batch)
+        itl = m.itl
+        bounds = itl.bounds
+        lo = bisect_left(bounds, a)
+        if b <= 0 or lo == bisect_left(bounds, a + b * (n - 1)):
+            # Hist.observe_linear's one-bucket case, inlined: the same count and the same sum
+            itl.counts[lo] += n * batch
+            itl.sum += batch * dt
+        else:
+            itl.observe_linear(a, b, n, batch)
         m.generation_tokens += n * batch
         self.clock = t0 + dt
         self.busy += dt
-        self.step = step0 + n
+        self.step = step = step0 + n
         self.run_a = a + b * n
         self.run_left -= n
-        heap = self.heap
-        while heap and heap[0][0] <= self.step:
+        heap, running = self.heap, self.running
+        while heap and heap[0][0] <= step:
             fs, _, epoch, req = heappop(heap)
             if epoch == req.epoch:
                 k = fs - step0
-                self._finish_decoder(req, t0 + k * a + b * k * (k - 1) / 2)
+                # _finish_decoder, inlined (once per request)
+                del running[req.index]
+                self.n_dec -= 1
+                self.ctx_base -= req.target - req.join_step
+                req.join_step = -1
+                self._record_finish(req, t0 + k * a + b * k * (k - 1) / 2)
 
     def _mixed_step(self) -> None:
         """Apply the planned step that carries prefill chunks (and one token per decoder)."""
@@ -278,8 +305,11 @@ class Engine:
         self.prefill_kv -= req.target
         m.generation_tokens += 1
         if req.first_token is None:
-            req.first_token = now + self._frontend_first(req)
-            m.ttft.observe(now - req.engine_arrival)
+            req.first_token = now + self._frontend_first(req) if self.frontend else now
+            ttft = m.ttft  # Hist.observe, inlined (once per request)
+            value = now - req.engine_arrival
+            ttft.counts[bisect_left(ttft.bounds, value)] += 1
+            ttft.sum += value
             if self.request_histograms:
                 m.queue.observe((req.scheduled or now) - req.engine_arrival)
                 m.prefill.observe(now - (req.scheduled or now))
@@ -289,10 +319,10 @@ class Engine:
             del self.running[req.index]
             self._record_finish(req, now)
             return
-        req.join_step = self.step
+        req.join_step = step = self.step
         self.n_dec += 1
-        self.ctx_base += req.target - self.step
-        heappush(self.heap, (self.step + remaining, req.index, req.epoch, req))
+        self.ctx_base += req.target - step
+        heappush(self.heap, (step + remaining, req.index, req.epoch, req))
 
     def _finish_decoder(self, req: SimRequest, when: float) -> None:
         del self.running[req.index]
@@ -302,19 +332,24 @@ class Engine:
         self._record_finish(req, when)
 
     def _frontend_first(self, req: SimRequest) -> float:
-        if self.frontend is not None:
-            return self.frontend.first_delay(req.index)
-        return self.fe_request + self.fe_prompt * req.input_tokens
+        """The front end's delay before the client sees the first token."""
+        queue = self.fe_queue
+        return queue.first_delay(req.index) if queue else self.fe_request + self.fe_prompt * req.input_tokens
 
     def _record_finish(self, req: SimRequest, when: float) -> None:
-        shift = self._frontend_first(req)
-        last = self.frontend.last_delay(req.index) if self.frontend else shift
-        req.finish = when + last + self.fe_output * (req.output_tokens - 1)
+        if self.frontend:
+            shift = self._frontend_first(req)
+            last = self.fe_queue.last_delay(req.index) if self.fe_queue is not None else shift
+            req.finish = when + last + self.fe_output * (req.output_tokens - 1)
+            first = req.first_token - shift if req.first_token is not None else when
+        else:
+            # No front end: the client sees the engine's own times (the shifts would all be 0.0).
+            req.finish = when
+            first = req.first_token if req.first_token is not None else when
         self.outstanding -= 1
         if self.finished is not None:
             self.finished.append(req)
         m = self.metrics
-        first = req.first_token - shift if req.first_token is not None else when
         m.success += 1
         if self.request_histograms:
             scheduled = req.scheduled if req.scheduled is not None else when
@@ -323,7 +358,10 @@ class Engine:
             m.inference.observe(when - scheduled)
         # vLLM observes 0 for a one-token request (stats.py: "if num_generation_tokens - 1 > 0 else 0").
         n = req.output_tokens - 1
-        m.tpot.observe((when - first) / n if n > 0 else 0.0)
+        value = (when - first) / n if n > 0 else 0.0
+        tpot = m.tpot  # Hist.observe, inlined (once per request)
+        tpot.counts[bisect_left(tpot.bounds, value)] += 1
+        tpot.sum += value
 
     def _preempt_last(self) -> int:
         """Preempt the most recently admitted running request; the KV tokens it freed."""
@@ -360,41 +398,3 @@ class Engine:
         m.waiting = len(self.waiting)
         m.kv_usage = self.kv_used() / self.kv_cap
         return m
-
-
-def _run_time(a: float, b: float, n: int) -> float:
-    """Seconds taken by ``n`` steps lasting ``a, a+b, a+2b, …``."""
-    return n * a + b * n * (n - 1) / 2
-
-
-def _steps_within(a: float, b: float, dt: float) -> int:
-    """The largest ``n`` with ``_run_time(a, b, n) <= dt``."""
-    if dt < a:
-        return 0
-    if b <= 0:
-        n = int(dt / a)
-    else:
-        h = a - b / 2
-        n = int((-h + math.sqrt(h * h + 2 * b * dt)) / b)
-    while n > 0 and _run_time(a, b, n) > dt:
-        n -= 1
-    while _run_time(a, b, n + 1) <= dt:
-        n += 1
-    return n
-
-
-def _noise_sampler(cv: float, rng: random.Random | None) -> Callable[[], float]:
-    if cv <= 0:
-        return _one
-    sigma = math.sqrt(math.log(1 + cv * cv))
-    source = rng or random.Random(0)
-    mu = -sigma * sigma / 2  # mean factor 1
-
-    def draw() -> float:
-        return source.lognormvariate(mu, sigma)
-
-    return draw
-
-
-def _one() -> float:
-    return 1.0

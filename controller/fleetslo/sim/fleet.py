@@ -15,6 +15,7 @@ from __future__ import annotations
 import heapq
 import math
 import random
+from bisect import bisect_left, insort
 from collections import deque
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -107,6 +108,10 @@ class Fleet:
         self.limit = max(1, min(limit, profile.max_num_seqs))
         self.rng = rng
         self.replicas: list[Replica] = []
+        #: Replicas whose sample history may still be read, in ``ident`` order (as ``replicas``): a
+        #: gone replica's history is dropped once no window can reach it, so a week of scaling up
+        #: and down keeps a bounded set of histories and each decision reads only those.
+        self._histories: list[Replica] = []
         self.ready: list[Replica] = []
         self.starting: list[Replica] = []
         self.draining: list[Replica] = []
@@ -178,6 +183,7 @@ class Fleet:
         # serving replica's newest sample carries the same time and none looks stale or gone.
         stamp = now if self.last_scrape is None else min(now, self.last_scrape)
         replica.ring.append(stamp, ReplicaSample(stamp, self._snapshot(engine), 0.0))
+        insort(self._histories, replica, key=_ident)
         self.ready.append(replica)
         self._track_load(replica, engine)
 
@@ -209,8 +215,7 @@ class Fleet:
         if req.input_tokens + req.output_tokens > self._max_tokens:
             self._reject(req)  # vLLM refuses a prompt longer than the context it can hold
             return
-        ready = self.ready
-        if not ready:
+        if not self.ready:
             limit = self.config.router_queue_limit
             if limit is not None and len(self.router_queue) >= limit:
                 self._reject(req)
@@ -220,35 +225,49 @@ class Fleet:
         replica = self._least_loaded()
         engine = replica.engine
         assert engine is not None
+        # not inlined: a front-end stage (profile.frontend) may make submit more than a queue append
         engine.submit(req, now)
         # The request's lengths, as vLLM's request_prompt/generation_tokens histograms count them
         # (vLLM at the finish, here at admission: over a window the same distribution).
+        # Hist.observe, inlined (twice per request).
         metrics = engine.metrics
-        metrics.prompt_len.observe(req.input_tokens)
-        metrics.output_len.observe(req.output_tokens)
-        self._track_load(replica, engine)
-        if engine.run_left == 0:
+        hist, value = metrics.prompt_len, req.input_tokens
+        hist.counts[bisect_left(hist.bounds, value)] += 1
+        hist.sum += value
+        hist, value = metrics.output_len, req.output_tokens
+        hist.counts[bisect_left(hist.bounds, value)] += 1
+        hist.sum += value
+        # _track_load, but the replica's live entry is the heap's top: replace it in one step
+        # (the same live entries as a push, so the same choices, and no stale entry left behind)
+        self._seq = seq = self._seq + 1
+        replica.load = load = engine.outstanding
+        replica.load_seq = seq
+        heapq.heapreplace(self.loads, (load, seq, replica))
+        left = engine.run_left
+        if left == 0:
             if engine.start(now):
                 self._push(replica, engine)
-        elif engine.run_left > 1 and engine.can_admit():
+        elif left > 1 and len(engine.running) < engine.limit:  # engine.can_admit()
             # The newcomer can join at the next step boundary: cut the planned run there.
-            engine.sync(now)
-            engine.truncate()
+            engine.cut(now)
             self._push(replica, engine)
 
     def _least_loaded(self) -> Replica:
         loads = self.loads
-        while loads[0][1] != loads[0][2].load_seq:
+        top = loads[0]
+        while top[1] != top[2].load_seq:
             heapq.heappop(loads)
-        return loads[0][2]
+            top = loads[0]
+        return top[2]
 
     def _track_load(self, replica: Replica, engine: Engine) -> None:
         """Record a ready replica's new outstanding count in the router's heap."""
-        self._seq += 1
-        replica.load = engine.outstanding
-        replica.load_seq = self._seq
-        heapq.heappush(self.loads, (engine.outstanding, self._seq, replica))
-        if len(self.loads) > 8 * len(self.ready) + 64:
+        self._seq = seq = self._seq + 1
+        replica.load = load = engine.outstanding
+        replica.load_seq = seq
+        loads = self.loads
+        heapq.heappush(loads, (load, seq, replica))
+        if len(loads) > 8 * len(self.ready) + 64:
             # Entries for loads that went down are stale and never surface: rebuild now and then.
             self.loads = [(r.load, r.load_seq, r) for r in self.ready]
             heapq.heapify(self.loads)
@@ -270,12 +289,18 @@ class Fleet:
 
     def run_next_event(self) -> None:
         """Complete the earliest planned run (call ``next_event_at`` first)."""
-        end, _, replica = heapq.heappop(self.events)
+        events = self.events
+        end, _, replica = events[0]  # left in place: the next run replaces it in one step
         engine = replica.engine
         assert engine is not None
         busy = engine.complete()
         if busy:
-            self._push(replica, engine)
+            # _push, inlined (once per event), as a heapreplace of the entry just completed
+            self._seq = seq = self._seq + 1
+            replica.pending = seq
+            heapq.heapreplace(events, (engine.run_end, seq, replica))
+        else:
+            heapq.heappop(events)
         if replica.load_seq >= 0:
             if engine.outstanding != replica.load:
                 self._track_load(replica, engine)
@@ -317,13 +342,22 @@ class Fleet:
         return engine.refresh_gauges().snapshot(self.config.scrape_histograms)
 
     def histories(self, now: float, window: float) -> list[SnapshotRing[ReplicaSample]]:
-        """Sample histories that still matter for a window ending at ``now`` (gone ones too)."""
-        out = []
-        for replica in self.replicas:
+        """Sample histories that still matter for a window ending at ``now`` (gone ones too).
+
+        A gone replica whose newest sample is older than the window is forgotten: time only moves
+        on, so no later window of the same length reaches it again.
+        """
+        out, kept = [], []
+        for replica in self._histories:
             ring = replica.ring
             newest = ring.newest() if ring is not None else None
             if ring is not None and newest is not None and newest[0] >= now - window:
                 out.append(ring)
+            elif replica.phase is Phase.GONE:
+                replica.ring = None
+                continue
+            kept.append(replica)
+        self._histories = kept
         return out
 
     def counts(self) -> ReplicaCounts:
@@ -344,3 +378,7 @@ class Fleet:
 
     def preemptions(self) -> int:
         return sum(r.engine.metrics.preemptions for r in self.replicas if r.engine is not None)
+
+
+def _ident(replica: Replica) -> int:
+    return replica.ident

@@ -159,6 +159,9 @@ class SimResult:
     host: Mapping[str, Any] | None = None
     #: The best baseline: every baseline tried, the kept one among them.
     baselines_tried: tuple[BaselineTried, ...] | None = None
+    #: Representative replicas (``fleetslo.sim.sampled``): one replica in ``sample`` was simulated,
+    #: and the sizes, costs and counts above are the simulated ones × ``sample``.
+    sample: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready result: today's keys, in today's order; unset optional fields left out."""
@@ -181,6 +184,5 @@ class SimResult:
         return out
 
 
-_OPTIONAL = frozenset(
-    ("initial_replicas", "cold_start_s", "seed", "speedup", "max_num_seqs", "stop", "host", "baselines_tried")
-)
+_OPTIONAL = frozenset(("initial_replicas", "cold_start_s", "seed", "speedup", "max_num_seqs", "stop", "host"))
+_OPTIONAL |= {"baselines_tried", "sample"}

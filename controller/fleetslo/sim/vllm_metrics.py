@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import accumulate
 
 from fleetslo.core import conventions as cv
 from fleetslo.core.histogram import BucketHistogram
@@ -61,10 +62,11 @@ ENGINE = "0"  # one engine core per replica: the ``engine`` label vLLM gives dat
 class Hist:
     """A mutable histogram: per-bucket (not cumulative) counts; the last slot is ``+Inf``."""
 
-    __slots__ = ("bounds", "counts", "sum")
+    __slots__ = ("_bounds_inf", "bounds", "counts", "sum")
 
     def __init__(self, bounds: Sequence[float]) -> None:
         self.bounds = tuple(bounds)
+        self._bounds_inf = (*self.bounds, math.inf)
         self.counts = [0] * (len(self.bounds) + 1)
         self.sum = 0.0
 
@@ -99,12 +101,10 @@ class Hist:
         self.counts[-1] += (n - done) * weight
 
     def cumulative(self) -> BucketHistogram:
-        running = 0
-        counts = []
-        for c in self.counts:
-            running += c
-            counts.append(float(running))
-        return BucketHistogram((*self.bounds, math.inf), tuple(counts), self.sum)
+        # accumulate in C (whole numbers, so the same floats as a running sum): once per scrape
+        # per histogram per replica, which adds up on a fleet of hundreds
+        counts = tuple(map(float, accumulate(self.counts)))
+        return BucketHistogram(self._bounds_inf, counts, self.sum)
 
 
 def _count_at_or_below(first: float, step: float, n: int, bound: float) -> int:

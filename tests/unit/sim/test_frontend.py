@@ -84,7 +84,7 @@ def test_in_the_engine_it_moves_the_clients_first_token_and_nothing_else() -> No
     # vLLM's own histograms never see the API server.
     assert queue_engine.metrics.ttft.sum == pytest.approx(base_engine.metrics.ttft.sum)
     assert queue_engine.metrics.tpot.sum == pytest.approx(base_engine.metrics.tpot.sum)
-    assert queue_engine.frontend is not None and queue_engine.frontend._delays == {}  # dropped at finish
+    assert queue_engine.fe_queue is not None and queue_engine.fe_queue._delays == {}  # dropped at finish
 
 
 def test_a_queue_replaces_the_fixed_front_end_delays() -> None:
@@ -120,10 +120,10 @@ def test_each_replica_of_a_fleet_draws_its_own_host_delays() -> None:
     queue = FrontendQueue(per_request_cpu_s=0.0, host_delay_median_s=0.02, host_delay_sigma=0.5)
     profile = tiny_profile(frontend_queue=queue.model_dump())
     fleet_rng = random.Random(7)
-    first, second = (Engine(profile, EngineMetrics("sim"), rng=fleet_rng).frontend for _ in range(2))
+    first, second = (Engine(profile, EngineMetrics("sim"), rng=fleet_rng).fe_queue for _ in range(2))
     assert first is not None and second is not None
     draws = [(first.admit(i, float(i), 0, 1), second.admit(i, float(i), 0, 1)) for i in range(50)]
     assert sum(1 for a, b in draws if a != b) == 50
     # Still reproducible: the same fleet seed gives the same delays.
-    again = Engine(profile, EngineMetrics("sim"), rng=random.Random(7)).frontend
+    again = Engine(profile, EngineMetrics("sim"), rng=random.Random(7)).fe_queue
     assert again is not None and again.admit(0, 0.0, 0, 1) == draws[0][0]

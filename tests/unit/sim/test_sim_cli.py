@@ -120,6 +120,33 @@ def test_policy_option_values_are_numbers_or_text() -> None:
     )  # fmt: skip
 
 
+def test_sample_simulates_one_replica_in_m_and_scales_the_fleet_back(
+    trace_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def run(*flags: str) -> dict[str, object]:
+        args = ["simulate", "--trace", str(trace_file), "--profile", PROFILE, "--json", "--rate-scale", "4"]
+        assert main([*args, "--replicas", "6", "--initial-replicas", "6", *flags]) == EXIT_OK
+        result: dict[str, object] = json.loads(capsys.readouterr().out)
+        return result
+
+    whole, part = run(), run("--sample", "3")
+    assert "sample" not in whole and part["sample"] == 3
+    assert part["initial_replicas"] == 6  # two simulated, reported as the six they stand for
+    # static: 3 x 2 replicas for the same time (the run ends when its last request does)
+    assert part["replica_hours"] == pytest.approx(whole["replica_hours"], rel=1e-3)
+    assert part["requests"] == pytest.approx(whole["requests"], abs=3)  # every third request, times three
+    windows = part["windows"]
+    assert isinstance(windows, list) and {w["ready_replicas"] for w in windows} == {6}
+    assert part["request_attainment"] == pytest.approx(whole["request_attainment"], abs=0.03)
+
+
+def test_sample_must_be_a_whole_number_of_at_least_one(
+    trace_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["simulate", "--trace", str(trace_file), "--sample", "0"]) == EXIT_USAGE
+    assert "--sample" in capsys.readouterr().err
+
+
 @pytest.fixture
 def restore_logging() -> Iterator[None]:
     """``main`` configures the root logger; later tests must not inherit a debug level."""

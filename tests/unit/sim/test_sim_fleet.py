@@ -125,3 +125,29 @@ def test_a_replica_ready_between_scrapes_does_not_make_the_others_look_stale() -
     )  # fmt: skip
     assert obs.replicas_reporting == 3
     assert obs.running == 0.0 and obs.data_age == pytest.approx(105.0)
+
+
+def test_a_fleet_that_scales_up_and_down_for_hours_keeps_only_the_histories_a_window_reaches() -> None:
+    f = fleet(2, cold_start_s=30.0, ring_size=8)
+    window, index = 60.0, 0
+    for cycle in range(40):  # 40 rounds of 2 -> 8 -> 2 replicas, 4 minutes each
+        start = cycle * 240.0
+        for t in range(int(start), int(start) + 240, 15):
+            now = float(t)
+            f.promote_due(now)
+            if t == start:
+                f.scale_to(8, now)
+            if t == start + 120:
+                f.scale_to(2, now)
+            for _ in range(3):
+                index += 1
+                f.route(SimRequest(index, now, 200, 20), now)
+            drain_events(f, until=now)
+            f.scrape(now)
+            rings = f.histories(now, window)
+            newest = {ring.newest()[0] for ring in rings if ring.newest() is not None}
+            assert newest <= {now} or min(newest) >= now - window
+    gone = [r for r in f.replicas if r.phase is Phase.GONE]
+    assert len(gone) >= 200  # hundreds of replicas came and went
+    assert sum(r.ring is not None for r in gone) == 0  # none of their histories is kept
+    assert f.replica_seconds(9600.0) > 0 and f.preemptions() == 0  # the cost still counts every one
