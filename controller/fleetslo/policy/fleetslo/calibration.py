@@ -24,9 +24,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-#: Ratios kept per quantity: about 30 minutes of 15-second decisions, long enough for an upper
-#: quantile to be more than the one worst window, short enough to follow a change of regime.
+#: p90 ratios kept: about 30 minutes of 15-second decisions, long enough for an upper quantile
+#: to be more than the one worst window, short enough to follow a change of regime.
 KEEP = 120
+#: Load ratios kept, in cold starts' worth of decisions: the forecasts of the last two horizons
+#: (a fleet that grew or shrank for a change of traffic forgets the misses from before it).
+LOAD_KEEP_HORIZONS = 2.0
 #: Beyond this the model, not its margin, is wrong: the feedback on observed breaches takes over.
 MAX_LATENCY_RATIO = 2.0
 
@@ -87,7 +90,12 @@ class Calibration:
 
     def margins(self, q: float, headroom: float, prior_weight: float) -> tuple[float, float, float]:
         """(load ×, TTFT ÷, TPOT ÷) the sizing applies: the p90 ratios never below 1 (the model's
-        own prediction is the least the fleet is sized for) nor above ``MAX_LATENCY_RATIO``."""
+        own prediction is the least the fleet is sized for) nor above ``MAX_LATENCY_RATIO``.
+
+        A step in the traffic (forecasts missing 3x for a few minutes) stays in the load ratios for
+        ``LOAD_KEEP_HORIZONS`` cold starts: long enough to keep the fleet it bought while the new
+        level settles, short enough that the fleet then converges to what the level needs.
+        """
 
         def latency(ratios: ErrorRatios) -> float:
             return min(MAX_LATENCY_RATIO, max(1.0, ratios.upper(q, 1.0, prior_weight)))

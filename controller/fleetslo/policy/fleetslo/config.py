@@ -31,11 +31,10 @@ class FleetSLOConfig:
     #: The step costs of one replica (an engine profile's, turned into ``StepCost`` by the caller);
     #: ``None``: ``physics.CONSERVATIVE_PRIOR``, learned from the fleet, and the reason says so.
     step_cost: StepCost | None = None
-    #: Spare capacity: the fleet is sized so the model's p90s meet both targets at the forecast
-    #: load × (1 + headroom). The one cost-versus-attainment knob; it covers what the forecast
-    #: misses within a cold start and the model's own error. 0.3: on the Azure conversation trace
-    #: x15 (5-minute cold start) 0.1 met 91.5 % of windows at 31.3 replica-h, 0.3 met 98.3 % at
-    #: 36.2 (benchmarks/bench_policy.py).
+    #: Spare capacity before the fleet's own forecast errors are known: the prior of the load
+    #: margin (``calibration``), which then becomes the upper quantile of what the forecast
+    #: missed one cold start later. 0.3: on the Azure conversation trace x15 (5-minute cold
+    #: start) a fixed 0.1 met 91.5 % of windows at 31.3 replica-h, 0.3 met 98.3 % at 36.2.
     headroom: float = 0.30
     #: The upper quantile of the checked prediction ratios the sizing covers
     #: (``calibration.ErrorRatios.upper``): the load the forecast missed one cold start later and

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from fleetslo.core.model import Decision, Observation, Reason
 from fleetslo.core.spec import FleetSLOSpec
 from fleetslo.policy.fleetslo import signals
-from fleetslo.policy.fleetslo.calibration import Calibration
+from fleetslo.policy.fleetslo.calibration import LOAD_KEEP_HORIZONS, Calibration
 from fleetslo.policy.fleetslo.config import FleetSLOConfig
 from fleetslo.policy.fleetslo.learning import PerformanceModel
 from fleetslo.policy.fleetslo.limit import batch_limit
@@ -123,7 +123,8 @@ class FleetSLOPolicy:
             # data under-counts: it stays out of the trend.
             tokens = arrival * (window_mix or mix).tokens_per_request
             forecast = forecast.update(now, tokens, max(cfg.trend_window_s, self._memory(spec)))
-            calibration = replace(calibration, load=calibration.load.observed(now, tokens))
+            keep = round(LOAD_KEEP_HORIZONS * (spec.replicas.cold_start + cfg.interval) / cfg.interval)
+            calibration = replace(calibration, load=calibration.load.observed(now, tokens, keep=keep))
         calibration = self._check_model(obs, state, spec, calibration)
         held = signals.outstanding(obs)
         ready = obs.replicas.ready
