@@ -3,10 +3,14 @@ policy benchmark): prefill-heavy traffic the old TPOT line over-provisioned with
 limit, and a 3x step after which the old policy stayed at its maximum.
 
 What is asserted is behaviour, never wall-clock time: the batch limit bites only while replicas
-start; prefill-heavy traffic costs at most the no-foresight frontier's replica-hours (+10 %) at
-that frontier's attainment; after a step the targets hold again within a cold start + 5 minutes.
-Not asserted, because it is not met yet (see the benchmark's verdicts): that 15 minutes after a
-step the fleet is within 15 % of the oracle's size — with the default 30 % headroom it is not.
+start; prefill-heavy traffic meets at least 98 % of its windows (the margins measured online:
+0.983 in the last run, 0.932 with the old fixed headroom) and costs at most the no-foresight
+frontier's replica-hours (+10 %) at that attainment; after a step the targets hold again within a
+cold start + 5 minutes, and the fleet gives back what the step bought: over the step's last
+quarter hour it runs at most 2.5x the oracle's size (2.1x in the last run; it stayed at the
+maximum, 4.4x, before the load margin forgot the step's misses). Not asserted, because it is not
+met (see the benchmark's verdicts): that 15 minutes after a step the fleet is within 15 % of the
+oracle's size.
 """
 
 from __future__ import annotations
@@ -43,6 +47,11 @@ def test_prefill_heavy_traffic_runs_without_a_standing_batch_limit() -> None:
     assert standing_limit_windows(result, sc.profile.max_num_seqs) == 0
 
 
+def test_prefill_heavy_traffic_meets_at_least_98_percent_of_its_windows() -> None:
+    _, result, _, _ = replayed(PREFILL_HEAVY)
+    assert result.window_attainment >= 0.98
+
+
 def test_prefill_heavy_traffic_costs_what_reacting_costs_not_more() -> None:
     """The old policy paid 42.9 replica-hours (1.5x the oracle); a reactive policy that knows each
     minute's exact need as it ends, with the headroom that reaches fleetslo's attainment, pays
@@ -67,3 +76,19 @@ def test_after_a_3x_step_the_targets_are_met_again_within_a_cold_start_and_five_
     assert STEP.step_at_s is not None
     bad = [w.start_s for w in result.windows if w.start_s >= STEP.step_at_s and w.met is False]
     assert all(t + 60.0 <= STEP.step_at_s + sc.spec.replicas.cold_start + 300.0 for t in bad), bad
+
+
+def test_after_a_3x_step_the_fleet_gives_back_what_the_step_bought() -> None:
+    """Over the trace's last steady quarter hour (it ends at 3480 s) the fleet is at most 2.5x the
+    oracle's size, and well below its own peak."""
+    _, result, reference, _ = replayed(STEP)
+
+    def size(w: Any) -> int:
+        return int((w.ready_replicas or 0) + (w.starting_replicas or 0))
+
+    theirs = {w.start_s: size(w) for w in reference.windows}
+    late = [w for w in result.windows if 2520.0 <= w.start_s < 3420.0]
+    assert late
+    peak = max(size(w) for w in result.windows)
+    assert sum(size(w) for w in late) <= 2.5 * sum(theirs[w.start_s] for w in late)
+    assert max(size(w) for w in late) <= peak / 1.5

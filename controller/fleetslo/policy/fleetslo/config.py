@@ -31,12 +31,18 @@ class FleetSLOConfig:
     #: The step costs of one replica (an engine profile's, turned into ``StepCost`` by the caller);
     #: ``None``: ``physics.CONSERVATIVE_PRIOR``, learned from the fleet, and the reason says so.
     step_cost: StepCost | None = None
-    #: Spare capacity: the fleet is sized so the model's p90s meet both targets at the forecast
-    #: load × (1 + headroom). The one cost-versus-attainment knob; it covers what the forecast
-    #: misses within a cold start and the model's own error. 0.3: on the Azure conversation trace
-    #: x15 (5-minute cold start) 0.1 met 91.5 % of windows at 31.3 replica-h, 0.3 met 98.3 % at
-    #: 36.2 (benchmarks/bench_policy.py).
+    #: Spare capacity before the fleet's own forecast errors are known: the prior of the load
+    #: margin (``calibration``), which then becomes the upper quantile of what the forecast
+    #: missed one cold start later. 0.3: on the Azure conversation trace x15 (5-minute cold
+    #: start) a fixed 0.1 met 91.5 % of windows at 31.3 replica-h, 0.3 met 98.3 % at 36.2.
     headroom: float = 0.30
+    #: The upper quantile of the checked prediction ratios the sizing covers
+    #: (``calibration.ErrorRatios.upper``): the load the forecast missed one cold start later and
+    #: the p90s the model under-predicted. ``headroom`` (load) and 1 (p90s) are their prior until
+    #: the fleet's own errors are known.
+    calibration_quantile: float = 0.9
+    #: How many checked predictions the priors are worth: about five minutes of decisions.
+    calibration_prior_weight: float = 20.0
     #: Dead band: scale down only to a count that meets the targets at the load / (1 − hysteresis),
     #: so load sitting at a threshold does not flip the count back and forth.
     hysteresis: float = 0.10
@@ -48,7 +54,8 @@ class FleetSLOConfig:
     backlog_drain_s: float = 60.0
     #: A scale-down is sized for the busiest arrival rate of this many recent seconds: bursty
     #: traffic (on/off within minutes) must not shed between bursts what the next burst needs.
-    scale_down_memory_s: float = 600.0
+    #: ``None``: one cold start plus a decision interval, from the spec.
+    scale_down_memory_s: float | None = None
     #: Scale down only to free at least this share of the fleet: trimming one replica off a
     #: fleet sized at the margin is the step most often asked back minutes later.
     min_scale_down: float = 0.05
@@ -82,10 +89,12 @@ class FleetSLOConfig:
         checks = (
             ("interval", self.interval > 0, "> 0"),
             ("headroom", 0 <= self.headroom < 1, "in [0, 1)"),
+            ("calibration_quantile", 0 < self.calibration_quantile < 1, "in (0, 1)"),
+            ("calibration_prior_weight", self.calibration_prior_weight > 0, "> 0"),
             ("hysteresis", 0 <= self.hysteresis < 1, "in [0, 1)"),
             ("breach_band", self.breach_band >= 1, ">= 1"),
             ("backlog_drain_s", self.backlog_drain_s > 0, "> 0"),
-            ("scale_down_memory_s", self.scale_down_memory_s >= 0, ">= 0"),
+            ("scale_down_memory_s", (self.scale_down_memory_s or 0.0) >= 0, ">= 0 or None"),
             ("min_scale_down", 0 <= self.min_scale_down < 1, "in [0, 1)"),
             ("stale_after_s", self.stale_after_s > 0, "> 0"),
             ("trend_window_s", self.trend_window_s > 0, "> 0"),

@@ -30,11 +30,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fleetslo.core.model import Decision, Observation, Reason
-from fleetslo.core.spec import BatchActuator, FleetSLOSpec
+from fleetslo.core.spec import FleetSLOSpec
 from fleetslo.policy.base import Carried, Restored
 from fleetslo.policy.fleetslo import carry, signals
+from fleetslo.policy.fleetslo.calibration import LOAD_KEEP_HORIZONS, Calibration
 from fleetslo.policy.fleetslo.config import FleetSLOConfig
 from fleetslo.policy.fleetslo.learning import PerformanceModel
+from fleetslo.policy.fleetslo.limit import batch_limit
 from fleetslo.policy.fleetslo.perf_model import Prediction
 from fleetslo.policy.fleetslo.physics import CONSERVATIVE_PRIOR
 from fleetslo.policy.fleetslo.sizing import Sizing
@@ -57,6 +59,8 @@ class _Plan:
     replicas: int
     reason: Reason
     message: str
+    #: The load sized for (tokens/s, before the margin), checked one horizon later.
+    tokens: float | None = None
 
 
 class FleetSLOPolicy:
@@ -101,6 +105,9 @@ class FleetSLOPolicy:
             return Decision(current, obs.batch_limit, reason, f"hold at {current}: {why}"), state
         state = self._learn(obs, state, spec, now)
         plan = self._plan(obs, state, spec)
+        horizon = spec.replicas.cold_start + self.config.interval
+        load = state.calibration.load.predicted(now + horizon, plan.tokens)
+        state = replace(state, calibration=replace(state.calibration, load=load))
         step, chain = run_chain(
             Step(plan.replicas, plan.reason, plan.message), current, state.chain, self.config.behavior,
             bounds=(spec.replicas.min, spec.replicas.max), now=now, cooldown_s=self.config.cooldown_s,
@@ -126,19 +133,28 @@ class FleetSLOPolicy:
         mix = state.mix if window_mix is None else window_mix if state.mix is None else state.mix.blend(
             window_mix, cfg.mix_smoothing
         )  # fmt: skip
+        calibration = state.calibration
         if arrival is not None and mix is not None and now - first_seen >= obs.window:
             # The trend is of tokens arriving, not requests: a mix drifting to longer prompts is
             # load growing as surely as more requests are. A window that began before the first
             # data under-counts: it stays out of the trend.
             tokens = arrival * (window_mix or mix).tokens_per_request
-            forecast = forecast.update(now, tokens, max(cfg.trend_window_s, cfg.scale_down_memory_s))
+            forecast = forecast.update(now, tokens, max(cfg.trend_window_s, self._memory(spec)))
+            keep = round(LOAD_KEEP_HORIZONS * (spec.replicas.cold_start + cfg.interval) / cfg.interval)
+            calibration = replace(calibration, load=calibration.load.observed(now, tokens, keep=keep))
+        calibration = self._check_model(obs, state, spec, calibration)
         held = signals.outstanding(obs)
+        ready = obs.replicas.ready
         state = replace(
             state,
             first_seen=first_seen,
             forecast=forecast,
             mix=mix,
             last_outstanding=state.last_outstanding if held is None else (now, held),
+            calibration=calibration,
+            ready_since=state.ready_since
+            if state.ready_since and state.ready_since[0] == ready
+            else (ready, now),
         )
         if mix is not None and self._clean(obs, state, spec, arrival):
             state = replace(state, service_time=signals.service_time(obs, state.service_time))
@@ -149,6 +165,26 @@ class FleetSLOPolicy:
             )  # fmt: skip
             state = replace(state, model=model)
         return state
+
+    def _check_model(
+        self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, calibration: Calibration
+    ) -> Calibration:
+        """This window's p90s against the model as it stood before seeing them, at the window's
+        rate and mix on the fleet that served it: out of sample, and in
+        every settled window, rising load included (the fit learns only from clean ones)."""
+        since = state.ready_since
+        if state.mix is None or self._warming_up(state, obs) or not obs.request_rate:
+            return calibration
+        if since is None or since[0] != obs.replicas.ready or obs.at - since[1] < obs.window:
+            return calibration  # replicas joined or left within the window: another fleet served it
+        if obs.replicas_reporting != obs.replicas.ready or obs.replicas.draining:
+            return calibration
+        # The window's own mix: what the load and its mix missed is the load ratio's to measure.
+        mix = signals.request_mix(obs) or state.mix
+        rate = obs.request_rate / obs.replicas_reporting
+        before = state.model.predict(rate, mix, obs.batch_limit, spec.objectives.tpot.quantile)
+        observed = obs.ttft.p90, signals.tpot_p90(obs)
+        return calibration.model_checked(before.ttft_p90, before.tpot_p90, *observed)
 
     def _clean(
         self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, arrival: float | None
@@ -197,15 +233,16 @@ class FleetSLOPolicy:
         held = (signals.outstanding(obs) or 0.0) * signals.reporting_scale(obs)
         instant = arrival + max(0.0, held - arrival * service_time) / drain_s
         load = max(expected, instant)
-        need, prediction = self._cheapest(load * (1 + cfg.headroom), state, spec)
+        margin = self._margins(state)[0]
+        need, prediction = self._cheapest(load * margin, state, spec)
         need = max(need, self._kv_floor(obs, arrival, load))
         prediction_for = need
         if need < current:
             # Shrinking is sized for the busiest arrival rate of the last few minutes and a dead
             # band below the scale-up size: one quiet minute between two busy ones must not shed a
             # replica that the next minute asks back.
-            peak = max(load, (state.forecast.peak(obs.at - cfg.scale_down_memory_s) or 0.0) / per_request)
-            need, prediction = self._cheapest(peak * (1 + cfg.headroom) / (1 - cfg.hysteresis), state, spec)
+            peak = max(load, (state.forecast.peak(obs.at - self._memory(spec)) or 0.0) / per_request)
+            need, prediction = self._cheapest(peak * margin / (1 - cfg.hysteresis), state, spec)
             need = min(current, max(need, self._kv_floor(obs, arrival, peak)))
             prediction_for = need
             if need > current * (1 - cfg.min_scale_down):
@@ -221,13 +258,15 @@ class FleetSLOPolicy:
             # higher is noise, not a reason to ask back what was just given away.
             need = current
         if need != prediction_for:
-            prediction = self._at(load * (1 + cfg.headroom) / max(need, 1), state, spec)
+            prediction = self._at(load * margin / max(need, 1), state, spec)
         tokens = state.mix.tokens_per_request
         sizing = Sizing(need, current, arrival, expected, instant, prediction, tokens)
         reason, message = sizing.why()
         if state.model.prior is CONSERVATIVE_PRIOR or state.model.windows == 0:
             message = f"{message} [{state.model.describe()}]"
-        return self._feedback(_Plan(need, reason, message), obs, spec)
+        message = f"{message}; {state.calibration.describe(*self._calibration_args())}"
+        plan = self._feedback(_Plan(need, reason, message), obs, spec)
+        return replace(plan, tokens=load * per_request)
 
     def _cheapest(self, load: float, state: FleetSLOState, spec: FleetSLOSpec) -> tuple[int, Prediction]:
         """The fewest replicas whose predicted p90s meet both targets at ``load``, and the prediction."""
@@ -245,8 +284,24 @@ class FleetSLOPolicy:
         return state.model.predict(rate, state.mix, spec.batch_limit.max, spec.objectives.tpot.quantile)
 
     def _meets(self, rate: float, state: FleetSLOState, spec: FleetSLOSpec) -> bool:
+        """Whether one replica at ``rate`` meets both targets with the measured margins."""
+        _, ttft, tpot = self._margins(state)
         objectives = spec.objectives
-        return self._at(rate, state, spec).meets(objectives.ttft.threshold, objectives.tpot.threshold)
+        targets = objectives.ttft.threshold / ttft, objectives.tpot.threshold / tpot
+        return self._at(rate, state, spec).meets(*targets)
+
+    def _memory(self, spec: FleetSLOSpec) -> float:
+        """Seconds of peak load a scale-down keeps: by default one cold start and a decision (a
+        replica shed now is back no sooner; a burst that returns within it finds it still there)."""
+        memory = self.config.scale_down_memory_s
+        return spec.replicas.cold_start + self.config.interval if memory is None else memory
+
+    def _calibration_args(self) -> tuple[float, float, float]:
+        cfg = self.config
+        return cfg.calibration_quantile, cfg.headroom, cfg.calibration_prior_weight
+
+    def _margins(self, state: FleetSLOState) -> tuple[float, float, float]:
+        return state.calibration.margins(*self._calibration_args())
 
     def _kv_floor(self, obs: Observation, arrival: float, load: float) -> int:
         """Replicas keeping each one's KV cache under ``kv_usage_limit`` at ``load`` (KV ∝ load)."""
@@ -298,7 +353,7 @@ class FleetSLOPolicy:
 
     def _decision(self, step: Step, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec) -> Decision:
         replicas, reason, message = step
-        limit = self._batch_limit(obs, state, spec)
+        limit = None if self._warming_up(state, obs) else batch_limit(obs, state, spec)
         if replicas == obs.replicas.provisioned and limit is not None and limit != obs.batch_limit:
             tighter = obs.batch_limit is None or limit < obs.batch_limit
             reason = Reason.BATCH_LIMIT_TIGHTENED if tighter else Reason.BATCH_LIMIT_RELAXED
@@ -323,43 +378,6 @@ class FleetSLOPolicy:
         return state.model.predict(
             arrival / replicas, state.mix, limit or obs.batch_limit, spec.objectives.tpot.quantile
         )
-
-    def _batch_limit(self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec) -> int | None:
-        """The engine's maximum, unless the ready replicas would break TPOT while others start and
-        TTFT can absorb the queue until they serve: then the largest limit that protects TPOT.
-
-        A limit below the batch the load needs cuts throughput, so requests queue: worth it only
-        for the cold start of replicas already asked for, and only if the wait it adds (the backlog
-        built meanwhile, served by the limited fleet) keeps p90 TTFT inside its target. With no
-        replica starting a limit would be a standing cap, which is never worth it.
-        """
-        if spec.batch_limit.actuator == BatchActuator.NONE or self._warming_up(state, obs):
-            return None
-        arrival = signals.arrival_rate(obs, state.last_outstanding, obs.at)
-        top, bottom = spec.batch_limit.max, spec.batch_limit.min
-        ready = obs.replicas.ready
-        if state.mix is None or not arrival or ready <= 0 or obs.replicas.starting == 0:
-            return top
-        mix, model, q = state.mix, state.model, spec.objectives.tpot.quantile
-        ttft, tpot = spec.objectives.ttft.threshold, spec.objectives.tpot.threshold
-        rate = arrival / ready
-        if model.predict(rate, mix, top, q).tpot_p90 <= tpot:
-            return top
-
-        def protects(limit: int) -> bool:
-            return model.predict(rate, mix, limit, q).tpot_p90 <= tpot
-
-        if not protects(bottom):
-            return top
-        lo, hi = bottom, top  # protects(lo), not protects(hi)
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if protects(mid) else (lo, mid)
-        limited = model.predict(rate, mix, lo, q)
-        served = limited.served
-        backlog = max(0.0, rate - served) * spec.replicas.cold_start
-        unlimited_ttft = model.predict(min(rate, served), mix, top, q).ttft_p90
-        return lo if unlimited_ttft + backlog / max(served, 1e-9) <= ttft else top
 
 
 def _smallest(

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from fleetslo.policy.fleetslo.calibration import Calibration
 from fleetslo.policy.fleetslo.forecast import RateForecast
 from fleetslo.policy.fleetslo.learning import PerformanceModel
 from fleetslo.policy.fleetslo.mix import RequestMix
@@ -37,6 +38,10 @@ class FleetSLOState:
     chain: ChainState = field(default_factory=ChainState)
     #: When the policy first saw data: until one window has passed, windowed rates are partial.
     first_seen: float | None = None
+    #: How wrong the forecast and the model turned out (the sizing's measured margins).
+    calibration: Calibration = field(default_factory=Calibration)
+    #: (ready replicas, since when): a window judges the fleet it ran on only once that long.
+    ready_since: tuple[int, float] | None = None
 
     def learned(self) -> dict[str, Any]:
         """The learned model and mix as a JSON-safe dict (``resume`` reads it back)."""

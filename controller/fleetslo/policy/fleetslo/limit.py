@@ -1,0 +1,49 @@
+"""The batch limit: the engine's maximum, except while new replicas start under overload.
+
+Pure: the observation, the policy's state and the spec in; a limit out.
+"""
+
+from __future__ import annotations
+
+from fleetslo.core.model import Observation
+from fleetslo.core.spec import BatchActuator, FleetSLOSpec
+from fleetslo.policy.fleetslo import signals
+from fleetslo.policy.fleetslo.state import FleetSLOState
+
+
+def batch_limit(obs: Observation, state: FleetSLOState, spec: FleetSLOSpec) -> int | None:
+    """The engine's maximum, unless the ready replicas would break TPOT while others start and
+    TTFT can absorb the queue until they serve: then the largest limit that protects TPOT.
+
+    A limit below the batch the load needs cuts throughput, so requests queue: worth it only
+    for the cold start of replicas already asked for, and only if the wait it adds (the backlog
+    built meanwhile, served by the limited fleet) keeps p90 TTFT inside its target. With no
+    replica starting a limit would be a standing cap, which is never worth it.
+    """
+    if spec.batch_limit.actuator == BatchActuator.NONE:
+        return None
+    arrival = signals.arrival_rate(obs, state.last_outstanding, obs.at)
+    top, bottom = spec.batch_limit.max, spec.batch_limit.min
+    ready = obs.replicas.ready
+    if state.mix is None or not arrival or ready <= 0 or obs.replicas.starting == 0:
+        return top
+    mix, model, q = state.mix, state.model, spec.objectives.tpot.quantile
+    ttft, tpot = spec.objectives.ttft.threshold, spec.objectives.tpot.threshold
+    rate = arrival / ready
+    if model.predict(rate, mix, top, q).tpot_p90 <= tpot:
+        return top
+
+    def protects(limit: int) -> bool:
+        return model.predict(rate, mix, limit, q).tpot_p90 <= tpot
+
+    if not protects(bottom):
+        return top
+    lo, hi = bottom, top  # protects(lo), not protects(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if protects(mid) else (lo, mid)
+    limited = model.predict(rate, mix, lo, q)
+    served = limited.served
+    backlog = max(0.0, rate - served) * spec.replicas.cold_start
+    unlimited_ttft = model.predict(min(rate, served), mix, top, q).ttft_p90
+    return lo if unlimited_ttft + backlog / max(served, 1e-9) <= ttft else top
