@@ -22,6 +22,7 @@ Pure value type; every method returns a new one.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 #: p90 ratios kept: about 30 minutes of 15-second decisions, long enough for an upper quantile
@@ -109,3 +110,24 @@ class Calibration:
             f"margins load x{load:.2f}, TTFT /{ttft:.2f}, TPOT /{tpot:.2f} "
             f"(q{q:g} of {len(self.load.ratios)} checked forecasts, {len(self.tpot.ratios)} checked windows)"
         )
+
+    def to_dict(self) -> dict[str, list[float]]:
+        """The measured ratios, JSON-safe and rounded to four significant digits (a new leader sizes
+        with the margins this fleet showed instead of the prior headroom). Predictions still
+        waiting for their outcome are not kept: their outcome arrives after the restart."""
+        return {
+            name: [float(f"{r:.4g}") for r in ratios.ratios]
+            for name, ratios in (("load", self.load), ("ttft", self.ttft), ("tpot", self.tpot))
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Sequence[float]]) -> Calibration:
+        """The ratios ``to_dict`` wrote; a ratio that is not a positive finite number is refused."""
+
+        def ratios(name: str) -> ErrorRatios:
+            values = tuple(float(v) for v in data.get(name, ()))
+            if not all(v > 0 and math.isfinite(v) for v in values):
+                raise ValueError(f"calibration.{name}: every ratio must be a positive finite number")
+            return ErrorRatios((), values[-KEEP:])
+
+        return cls(ratios("load"), ratios("ttft"), ratios("tpot"))

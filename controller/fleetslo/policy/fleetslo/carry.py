@@ -1,6 +1,6 @@
 """What the ``fleetslo`` policy carries across a controller restart, and what the spec tells it ahead.
 
-* ``learned`` / ``restore``: the performance model and request mix (``FleetSLOState.learned``) go
+* ``learned`` / ``restore``: the performance model, request mix and measured margins (``learned``) go
   into the FleetSLO's status or a state file; a new controller resumes them, so it sizes as the
   old one did instead of relearning the engine by over-provisioning. A record of another version,
   or one that does not parse, is *discarded* with the reason (a degraded start from the prior,

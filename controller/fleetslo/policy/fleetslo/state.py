@@ -1,9 +1,10 @@
 """What the ``fleetslo`` policy carries from one decision to the next (returned, never mutated).
 
 ``learned()`` and ``resume()`` are the part worth keeping across a controller restart or a leader
-change — the performance model and the request mix — as a plain dict (JSON-safe) the controller can
-store (e.g. in the FleetSLO's status) and hand back, so a new leader does not relearn the engine by
-over-provisioning. The rest (forecast samples, recent recommendations) is minutes of memory that
+change — the performance model, the request mix and the measured margins (``calibration``, an
+optional key: a record without it resumes with the prior headroom) — as a plain dict (JSON-safe)
+the controller can store (e.g. in the FleetSLO's status) and hand back, so a new leader does not
+relearn the engine by over-provisioning. The rest (forecast samples, recent recommendations) is minutes of memory that
 a new leader rebuilds within one window.
 """
 
@@ -49,6 +50,7 @@ class FleetSLOState:
             "version": LEARNED_VERSION,
             "model": self.model.to_dict(),
             "mix": None if self.mix is None else self.mix.to_dict(),
+            "calibration": self.calibration.to_dict(),
         }
 
     def resume(self, learned: Mapping[str, Any]) -> FleetSLOState:
@@ -63,4 +65,8 @@ class FleetSLOState:
         if model.prior != self.model.prior:
             return self
         mix = learned.get("mix")
-        return replace(self, model=model, mix=None if mix is None else RequestMix.from_dict(mix))
+        margins = learned.get("calibration")
+        calibration = self.calibration if margins is None else Calibration.from_dict(margins)
+        return replace(
+            self, model=model, mix=None if mix is None else RequestMix.from_dict(mix), calibration=calibration
+        )

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import replace
 
 import pytest
+from fleetslo.core.spec import FleetSLOSpec
 from fleetslo.policy.fleetslo.calibration import MAX_LATENCY_RATIO, Calibration, ErrorRatios
+from fleetslo.policy.fleetslo.policy import FleetSLOPolicy
 
 
 def test_a_prediction_is_checked_only_once_it_is_due() -> None:
@@ -61,3 +65,37 @@ def test_a_model_check_records_both_p90_ratios_and_leaves_the_load_alone() -> No
     assert checked.ttft.ratios == (pytest.approx(1.2),)
     assert checked.tpot.ratios == (pytest.approx(1.25),)
     assert checked.load == ErrorRatios()
+
+
+def _measured() -> Calibration:
+    calibration = Calibration(load=ErrorRatios((), (1.1, 1.25, 0.9)))
+    for ratio in (1.1, 1.25, 0.9):
+        calibration = calibration.model_checked(0.1, 0.02, 0.1 * ratio, 0.02 * ratio)
+    return calibration
+
+
+def test_the_measured_margins_survive_a_restart_through_learned_and_resume() -> None:
+    """A new leader sizes with the margins the old one measured, not the prior headroom."""
+    spec = FleetSLOSpec.model_validate(
+        {
+            "target": {"name": "a", "model_name": "m"},
+            "objectives": {"ttft": {"threshold": "2s"}, "tpot": {"threshold": "50ms"}},
+            "replicas": {"min": 1, "max": 10, "cold_start": "5m"},
+        }
+    )
+    policy = FleetSLOPolicy()
+    old = replace(policy.initial_state(spec), calibration=_measured())
+    record = json.loads(json.dumps(old.learned()))
+    resumed = policy.initial_state(spec).resume(record)
+    assert resumed.calibration.margins(0.9, 0.3, 20) == pytest.approx(old.calibration.margins(0.9, 0.3, 20))
+    assert resumed.calibration.tpot.ratios == pytest.approx(old.calibration.tpot.ratios, rel=1e-3)
+    # A record written before the margins were kept resumes the model with the prior headroom.
+    del record["calibration"]
+    assert policy.initial_state(spec).resume(record).calibration == Calibration()
+
+
+def test_a_persisted_margin_that_is_not_a_positive_number_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"calibration\.tpot"):
+        Calibration.from_dict({"load": [1.0], "ttft": [1.0], "tpot": [-1.0]})
+    with pytest.raises(ValueError):
+        Calibration.from_dict({"tpot": ["fast"]})
