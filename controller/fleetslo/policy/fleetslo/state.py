@@ -4,8 +4,8 @@
 change — the performance model, the request mix and the measured margins (``calibration``, an
 optional key: a record without it resumes with the prior headroom) — as a plain dict (JSON-safe)
 the controller can store (e.g. in the FleetSLO's status) and hand back, so a new leader does not
-relearn the engine by over-provisioning. The rest (forecast samples, recent recommendations) is minutes of memory that
-a new leader rebuilds within one window.
+relearn the engine by over-provisioning. The rest (forecast samples, recent recommendations) is
+minutes of memory that a new leader rebuilds within one window.
 """
 
 from __future__ import annotations
