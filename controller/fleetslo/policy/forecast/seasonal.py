@@ -7,8 +7,8 @@ bursts, and the rate a cold start from now is barely better known than "what it 
 forecast does not assume which it is. It keeps four simple forecasts (``candidates``:
 persistence, the daily profile, last week's same day, the daily profile with a trend), scores
 each on every bin it has seen (what it *would* have forecast one horizon earlier), and combines
-them weighted by their recent skill (the inverse square of their mean absolute log error over
-about a day: robust to the odd outage bin): on
+them weighted by their recent skill (exponential weights on their mean absolute log error over
+about a day, robust to the odd outage bin; a candidate 5 % worse than the best weighs e⁻¹): on
 traffic with a shape the profile takes over, on traffic without one the forecast falls back
 toward persistence instead of being worse than it. That is the classic forecast combination
 (Bates–Granger), which a reader can check by hand.
@@ -93,6 +93,8 @@ class SeasonalConfig:
     skill_half_life_bins: float = 288.0
     #: Scored bins a candidate needs before its skill weighs it (until then: equal weights).
     min_scored: int = 12
+    #: How sharply skill decides: a candidate this much worse (relative) than the best weighs e⁻¹.
+    skill_temperature: float = 0.05
     band_quantile: float = 0.9
     band_days: int = 7
     band_halfwidth_bins: int = 6
@@ -113,6 +115,7 @@ class SeasonalConfig:
             ("candidates", bool(self.candidates) and set(self.candidates) <= set(cand.NAMES),
              f"a non-empty subset of {cand.NAMES}"),
             ("skill_half_life_bins", self.skill_half_life_bins > 0, "> 0"),
+            ("skill_temperature", self.skill_temperature > 0, "> 0"),
             ("band_quantile", 0.5 <= self.band_quantile < 1, "in [0.5, 1)"),
             ("band_days", self.band_days >= 1, ">= 1"),
             ("band_halfwidth_bins", self.band_halfwidth_bins >= 0, ">= 0"),
@@ -310,15 +313,19 @@ class SeasonalForecast:
         return tuple(out)
 
     def _raw_weights(self, names: Iterable[str]) -> dict[str, float]:
-        """Inverse squared mean absolute log error of the candidates scored ``min_scored`` times
-        (one new to the history, as last week's day on day 8, joins once it has been); equal
-        weights while none has been."""
+        """exp(-(error - best error) / (``skill_temperature`` × best error)) of the candidates
+        scored ``min_scored`` times (one new to the history, as last week's day on day 8, joins once
+        it has been), the error being each one's mean absolute log error; equal weights while none
+        has been. A candidate 5 % worse than the best weighs e⁻¹ as much: on traffic where the day
+        profile is noise it fades out, and the forecast is persistence's, not worse."""
         index = {name: i for i, name in enumerate(self.config.candidates)}
         skills = {n: self.skills[index[n]] if index[n] < len(self.skills) else Skill() for n in names}
-        known = {n: s for n, s in skills.items() if s.scored >= self.config.min_scored}
+        known = {n: s.mae for n, s in skills.items() if s.scored >= self.config.min_scored}
         if not known:
             return dict.fromkeys(skills, 1.0)
-        return {n: 1 / (s.mae * s.mae + 1e-9) for n, s in known.items()}
+        best = min(known.values())
+        scale = self.config.skill_temperature * best + 1e-12
+        return {n: math.exp(-(mae - best) / scale) for n, mae in known.items()}
 
     def _combine(self, found: dict[str, float]) -> float | None:
         usable = [n for n in self.config.candidates if n in found]
