@@ -11,8 +11,8 @@ length distributions) rate-scaled so its busiest 10 minutes need 60 replicas of
   told of it, seasonal but not told, and seasonal off: attainment in the launch's first 15 minutes.
 * **The quick run** (default, ``DAYS_RUN=quick``): day 8; **the two-week run** (``DAYS_RUN=full``):
   days 8-14 (``days_runs`` says how the work is cut): fleetslo (seasonal forecast with its band,
-  point forecast only, off: what foresight buys over the capacity model alone) bootstrapped from
-  days 1-7 as the controller bootstraps from Prometheus, the oracle (per-minute need at calibrated
+  point forecast only, off: what foresight buys over the capacity model alone), its forecast
+  bootstrapped as the controller bootstraps it from Prometheus, the oracle (per-minute need at calibrated
   capacity, scheduled a cold start ahead; no repair rounds), the no-foresight frontier (the same
   need, known as each minute ends, +10 %) and every baseline; per day, with the seasonal forecast's
   error one cold start ahead on the simulated stream (one-minute rates) beside persistence's.
@@ -22,7 +22,8 @@ default 8): a fleet of 60 runs as 8. Replica-hours are scaled back; ``benchmarks
 what that costs in accuracy. Arrivals are generated once per day and cached (``days_stream``,
 ``DAYS_CACHE``). ``DAYS_POLICIES=fleetslo,oracle`` runs only the policies named (comma-separated,
 as printed); ``DAYS_WORKERS`` (2) processes run at once; results go to ``DAYS_OUT`` (the temp
-folder) as ``fleetslo-days-<run>-1in<m>.json`` and, unit by unit, ``.units.jsonl``.
+folder) as ``fleetslo-days-<run>-1in<m>.json`` and, day by day, ``.units.jsonl``;
+``DAYS_RUN=table`` prints the two-week table from whatever days have finished.
 """
 
 from __future__ import annotations
@@ -129,13 +130,22 @@ def stream_forecast_errors(plan: days_runs.Plan, days: tuple[int, ...]) -> dict[
     }  # fmt: skip
 
 
-def report(label: str, plan: days_runs.Plan, policies: list[str], out: Path) -> dict[str, Any]:
+def report(
+    label: str, plan: days_runs.Plan, policies: list[str], out: Path, *, run: bool = True
+) -> dict[str, Any]:
+    """Run every unit (``run``) or read what has finished, and print the per-day table."""
     started = time.perf_counter()
-    errors = stream_forecast_errors(plan, plan.days)
     units_file = out.with_suffix(".units.jsonl")
-    units_file.unlink(missing_ok=True)
-    workers = int(os.environ.get("DAYS_WORKERS", "2"))
-    rows = days_runs.run_all(plan, policies, units_file, workers)
+    errors_file = out.with_suffix(".forecast.json")
+    if run:
+        errors = stream_forecast_errors(plan, plan.days)
+        errors_file.write_text(json.dumps(errors))
+        units_file.unlink(missing_ok=True)
+        workers = int(os.environ.get("DAYS_WORKERS", "2"))
+        days_runs.run_all(plan, policies, units_file, workers)
+    else:
+        errors = {int(k): v for k, v in json.loads(errors_file.read_text()).items()}
+    rows = days_runs.read_rows(units_file)
     table = print_table(label, plan, policies, rows, errors)
     print(f"({time.perf_counter() - started:.0f} s)")
     result = {"label": label, "m": plan.m, "rows": table, "forecast": errors}
@@ -186,10 +196,15 @@ def quick(plan: days_runs.Plan, out: Path) -> dict[str, Any]:
     return report("quick: day 8, bootstrapped from days 1-7", plan, _policies(), out)
 
 
-def full(plan: days_runs.Plan, out: Path) -> dict[str, Any]:
+FULL_LABEL = (
+    "two weeks, days 8-14: fleetslo learning across the days (restarted each midnight with what it "
+    "learned, its forecast bootstrapped from every earlier day), the others day by day"
+)
+
+
+def full(plan: days_runs.Plan, out: Path, *, run: bool = True) -> dict[str, Any]:
     plan = replace(plan, days=tuple(range(7, 14)))
-    label = "two weeks: days 8-14, fleetslo bootstrapped from days 1-7, the others day by day"
-    return report(label, plan, _policies(), out)
+    return report(FULL_LABEL, plan, _policies(), out, run=run)
 
 
 class _Foresight:
@@ -270,6 +285,8 @@ def main() -> dict[str, Any]:
     m = int(os.environ.get("DAYS_SAMPLE", "8"))
     which = os.environ.get("DAYS_RUN", "quick")
     out_dir = Path(os.environ.get("DAYS_OUT", tempfile.gettempdir()))
+    if which == "table":  # the two-week run's table from what has finished so far
+        return {"full": full(build(m), out_dir / f"fleetslo-days-full-1in{m}.json", run=False)}
     out: dict[str, Any] = {"launch": launch()}
     aggregate = [r for _, r in load_servegen(build_folder()).aggregate_rates()]
     out["forecasters"] = days_forecast.compare(aggregate)

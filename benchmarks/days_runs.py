@@ -7,12 +7,17 @@ the work is cut where the policies allow it and every finished piece is kept:
   unit per day, each day from a warm fleet at the oracle's size for that day's first minutes (what
   a fleet carried over from the day before would be, near enough): days are independent, so they
   run in parallel and a run cut short still has whole days.
-* **fleetslo** runs days 8-14 as one stream (its capacity model learns across the days), its
-  seasonal forecast bootstrapped from days 1-7 at start exactly as the controller bootstraps it from
-  Prometheus (per-minute token rate, the unit it observes live). Its units are queued first.
+* **fleetslo** runs days 8-14 as a chain of days in one process, as a controller restarted each
+  midnight would: each day starts with what the day before learned (``FleetSLOState.learned``,
+  the capacity model and request mix, resumed as the controller resumes them from the FleetSLO's
+  status) and its seasonal forecast bootstrapped from every earlier day, exactly as the controller
+  bootstraps it from Prometheus at start (per-minute token rate, the unit it observes live); the
+  fleet starts the day at the oracle's size. Day 8 starts from the prior with days 1-7 in the
+  forecast. Its chains are queued first.
 
-Each finished unit appends one JSON line to ``<out>.units.jsonl`` (policy, day, attainment,
-replica-hours, requests, wall seconds), so a table can be printed from whatever has finished.
+Each finished day appends one JSON line to ``<out>.units.jsonl`` (policy, day, attainment,
+replica-hours, requests, wall seconds) as soon as it is done, so a table can be printed from
+whatever has finished.
 """
 
 from __future__ import annotations
@@ -96,14 +101,20 @@ def token_history(plan: Plan, before_day: int) -> list[tuple[float, float]]:
 
 
 class Foresight:
-    """Wraps the fleetslo policy: its seasonal forecast off, point-only, or bootstrapped."""
+    """Wraps the fleetslo policy: its seasonal forecast off, point-only, or banded (bootstrapped
+    from ``history``), resuming ``learned``; ``last_state`` is the state of its latest decision."""
 
-    def __init__(self, inner: Any, *, mode: str, history: list[tuple[float, float]]) -> None:
-        self.inner, self.mode, self.history = inner, mode, history
+    def __init__(
+        self, inner: Any, *, mode: str, history: list[tuple[float, float]], learned: dict[str, Any] | None
+    ) -> None:
+        self.inner, self.mode, self.history, self.learned = inner, mode, history, learned
         self.name, self.interval = inner.name, inner.interval
+        self.last_state: Any = None
 
     def initial_state(self, spec: Any) -> Any:
         state = self.inner.initial_state(spec)
+        if self.learned is not None:
+            state = state.resume(self.learned)
         forecast = state.forecast
         if self.mode == "off":
             return replace(state, forecast=replace(forecast, seasonal=None))
@@ -111,40 +122,53 @@ class Foresight:
         return replace(state, forecast=replace(forecast, banded=self.mode == "band"))
 
     def decide(self, obs: Any, state: Any, spec: Any, now: float) -> Any:
-        return self.inner.decide(obs, state, spec, now)
+        decision, self.last_state = self.inner.decide(obs, state, spec, now)
+        return decision, self.last_state
 
 
-def policy_for(plan: Plan, unit: Unit, need_: list[int]) -> Any:
+def policy_for(plan: Plan, policy: str, day: int, need_: list[int], learned: dict[str, Any] | None) -> Any:
     spec = plan.scenario.spec
-    if unit.policy == "oracle":
+    if policy == "oracle":
         return OraclePolicy(oracle.schedule_for(need_, spec.replicas.cold_start + OraclePolicy.interval,
                                                 spec.replicas.min))  # fmt: skip
-    if unit.policy == "no-foresight +10%":
+    if policy == "no-foresight +10%":
         start = max(need_[:10])
         return OraclePolicy(oracle.no_foresight_schedule(need_, 0.1, 5, start, spec.replicas.min))
-    if unit.policy in FLEETSLO_VARIANTS:
-        mode = {"fleetslo": "band", "fleetslo seasonal point": "point"}.get(unit.policy, "off")
-        history = token_history(plan, unit.days[0]) if mode != "off" else []
-        return Foresight(make_policy("fleetslo", spec), mode=mode, history=history)
-    return make_policy(unit.policy, spec)
+    if policy in FLEETSLO_VARIANTS:
+        mode = {"fleetslo": "band", "fleetslo seasonal point": "point"}.get(policy, "off")
+        history = token_history(plan, day) if mode != "off" else []
+        return Foresight(make_policy("fleetslo", spec), mode=mode, history=history, learned=learned)
+    return make_policy(policy, spec)
 
 
-def run_unit(plan: Plan, unit: Unit) -> list[dict[str, Any]]:
-    """Simulate one unit; one row per day it covers."""
+def run_day(plan: Plan, policy: str, day: int, learned: dict[str, Any] | None) -> tuple[dict[str, Any], Any]:
+    """Simulate one day of ``policy``: its row and the policy object (whose state a chain carries)."""
     started = time.perf_counter()
-    need_ = need(plan, unit.days)
+    need_ = need(plan, (day,))
     scenario = replace(plan.scenario, initial_replicas=max(need_[:10]), trace=Trace(()))
-    stream: Iterator[Request] = days_stream.replay(plan.folder, unit.days[0], unit.days[-1] + 1)
-    result = simulate_stream(stream, policy_for(plan, unit, need_), scenario.config())
-    wall = time.perf_counter() - started
-    rows = []
-    for i, day in enumerate(unit.days):
-        figures = result.day(i)
-        rows.append({
-            "policy": unit.policy, "day": day + 1, "window_attainment": figures["window_attainment"],
-            "request_attainment": figures["request_attainment"], "requests": figures["requests"],
-            "replica_hours": figures["replica_hours"] * plan.m, "wall_s": wall / len(unit.days),
-        })  # fmt: skip
+    stream: Iterator[Request] = days_stream.replay(plan.folder, day, day + 1)
+    runner = policy_for(plan, policy, day, need_, learned)
+    result = simulate_stream(stream, runner, scenario.config())
+    figures = result.day(0)
+    row = {
+        "policy": policy, "day": day + 1, "window_attainment": figures["window_attainment"],
+        "request_attainment": figures["request_attainment"], "requests": figures["requests"],
+        "replica_hours": figures["replica_hours"] * plan.m, "wall_s": time.perf_counter() - started,
+    }  # fmt: skip
+    return row, runner
+
+
+def run_unit(plan: Plan, unit: Unit, out: Path) -> list[dict[str, Any]]:
+    """Simulate a unit's days in order, each day's row appended to ``out`` as soon as it is done;
+    a chain carries what each day learned into the next."""
+    rows, learned = [], None
+    for day in unit.days:
+        row, runner = run_day(plan, unit.policy, day, learned)
+        if isinstance(runner, Foresight) and runner.last_state is not None:
+            learned = runner.last_state.learned()
+        with out.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        rows.append(row)
     return rows
 
 
@@ -158,20 +182,24 @@ def units(plan: Plan, policies: Sequence[str]) -> list[Unit]:
 def run_all(
     plan: Plan, policies: Sequence[str], out: Path, workers: int, log: Callable[[str], None] = print
 ) -> list[dict[str, Any]]:
-    """Every unit, ``workers`` at a time; rows appended to ``out`` as each unit finishes."""
+    """Every unit, ``workers`` at a time (each writes its rows to ``out`` as its days finish)."""
     todo = units(plan, policies)
     done_rows: list[dict[str, Any]] = []
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = {pool.submit(run_unit, plan, u): u for u in todo}
+        futures = {pool.submit(run_unit, plan, u, out): u for u in todo}
         for future in as_completed(futures):
             unit = futures[future]
             rows = future.result()
-            with out.open("a") as f:
-                for row in rows:
-                    f.write(json.dumps(row) + "\n")
             done_rows += rows
             span = f"{unit.days[0] + 1}" + (f"-{unit.days[-1] + 1}" if len(unit.days) > 1 else "")
             requests = sum(r["requests"] for r in rows)
             wall = sum(r["wall_s"] for r in rows)
             log(f"  {unit.policy} day {span}: {requests:,} requests, {wall:.0f} s ({len(done_rows)} rows)")
     return done_rows
+
+
+def read_rows(out: Path) -> list[dict[str, Any]]:
+    """The rows finished so far (a run cut short, or one still going)."""
+    if not out.exists():
+        return []
+    return [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
