@@ -19,7 +19,9 @@ And why nothing does much better: the autocorrelation of the log rate's 10-minut
 change that cannot be told from the changes before it (lag-1 autocorrelation ρ) leaves any linear
 forecast from the past at least √(1 - ρ²) of persistence's error.
 
-Zero-rate windows (gaps in the data) are not scored (no percentage error of 0) and are counted.
+Windows with a zero rate (gaps in the data) now or next are not scored, for any forecaster (no
+percentage error of 0, and no forecaster is excused a hard window another is scored on); they are
+counted. A forecaster that gives no forecast for a scored window is scored 100 % there.
 Pure Python (the package has no numpy).
 """
 
@@ -51,9 +53,10 @@ def mape_per_day(rates: Sequence[float], predict: Predictor, days: range) -> Sco
     for d in days:
         errors = []
         for k in range(d * DAY - 1, (d + 1) * DAY - 1):
+            if rates[k] <= 0 or rates[k + 1] <= 0:
+                continue  # a gap now or next: every forecaster is scored on the same windows
             actual, predicted = rates[k + 1], predict(k)
-            if actual > 0 and predicted is not None:
-                errors.append(abs(predicted - actual) / actual)
+            errors.append(1.0 if predicted is None else abs(predicted - actual) / actual)
         per_day.append(100 * statistics.fmean(errors) if errors else None)
         everything += errors
     return Scored("", per_day, 100 * statistics.fmean(everything) if everything else None)
@@ -207,7 +210,7 @@ def compare(rates: Sequence[float]) -> dict[str, object]:
     }
     scored = {name: mape_per_day(rates, f, days) for name, f in predictors.items()}
     share, cost, fixed = band_cost(rates, top, days)
-    zeros = sum(1 for r in rates[7 * DAY :] if r <= 0)
+    zeros = sum(1 for k in range(7 * DAY - 1, len(rates) - 1) if rates[k] <= 0 or rates[k + 1] <= 0)
     return {
         "mape": {n: {"per_day": s.per_day, "overall": s.overall} for n, s in scored.items()},
         "band": {"above_share": share, "top_over_actual": cost, "fixed_headroom_same_share": fixed},
@@ -234,4 +237,5 @@ def print_comparison(result: dict[str, object]) -> None:
     assert isinstance(acf, dict)
     print("  autocorrelation of the log rate's changes by lag (windows): "
           + ", ".join(f"{lag}: {v:+.3f}" for lag, v in acf.items()))  # fmt: skip
-    print(f"  ({result['unscored_zero_windows']} zero-rate windows on days 8-14 not scored)")
+    gaps = result["unscored_zero_windows"]
+    print(f"  ({gaps} windows on days 8-14 with a zero rate now or next not scored)")
