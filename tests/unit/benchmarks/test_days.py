@@ -79,3 +79,14 @@ def test_the_one_day_units_follow_the_fleetslo_streams() -> None:
         days_runs.Unit("oracle", (8,)),
         days_runs.Unit("hpa-util", (8,)),
     ]
+
+
+def test_every_forecaster_is_scored_on_the_same_windows() -> None:
+    day = days_forecast.DAY
+    rates = [10.0] * (9 * day)
+    rates[7 * day + 5] = 0.0  # a gap: neither the window into it nor the one out of it is scored
+    perfect = days_forecast.mape_per_day(rates, lambda k: rates[k + 1], range(7, 8))
+    assert perfect.per_day == [0.0]
+    # a forecaster silent on a scored window is charged 100 % there, not excused
+    silent = days_forecast.mape_per_day(rates, lambda k: None if k == 7 * day + 20 else 10.0, range(7, 8))
+    assert silent.per_day[0] == pytest.approx(100 / (day - 2))
