@@ -4,48 +4,55 @@ ServeGen ``language/m-small`` (43 clients, 14 days, per-window rates, fitted int
 length distributions) rate-scaled so its busiest 10 minutes need 60 replicas of
 ``mi325x-qwen3-235b-fp8-tp4``; replicas 4-60, 5-minute cold start, p90 TTFT 2 s / TPOT 50 ms.
 
-* **The two-week run** (``DAYS_RUN=full``): every policy learns online from day 1; days 8-14 are
-  reported, each day: window attainment and replica-hours of fleetslo (seasonal forecast on), of
-  fleetslo with the seasonal forecast off (what foresight buys), of every baseline, of the oracle
-  (per-minute need at calibrated capacity, scheduled a cold start ahead; no repair rounds: one
-  replay per day range) and of the no-foresight frontier (the same need, known as each minute ends,
-  +10 %), and the seasonal forecast's error (MAPE of the 5-minute-ahead rate) beside persistence's.
-* **The quick run** (default, ``DAYS_RUN=quick``): day 8 alone, the forecaster bootstrapped from
-  days 1-7 as the controller bootstraps it from Prometheus at start.
+* **Forecasters** (always, seconds; ``days_forecast``): one 10-minute window ahead on the
+  aggregate rate, days 8-14: persistence, seasonal naive, Holt-Winters, ARIMA and fleetslo's
+  seasonal forecast, per day; its band's calibration and cost; the autocorrelation that bounds them.
 * **A known event** (always, seconds): a x2.5 launch at 18:00 on a synthetic day curve, fleetslo
   told of it, seasonal but not told, and seasonal off: attainment in the launch's first 15 minutes.
+* **The quick run** (default, ``DAYS_RUN=quick``): day 8; **the two-week run** (``DAYS_RUN=full``):
+  days 8-14 (``days_runs`` says how the work is cut): fleetslo (its default, the seasonal point
+  forecast; with the forecast's band; forecast off: what foresight buys over the capacity model
+  alone), its forecast bootstrapped as the controller bootstraps it from Prometheus, the oracle (per-minute need at calibrated
+  capacity, scheduled a cold start ahead; no repair rounds), the no-foresight frontier (the same
+  need, known as each minute ends, +10 %) and every baseline; per day, with the seasonal forecast's
+  error one cold start ahead on the simulated stream (one-minute rates) beside persistence's.
 
 Fleets are simulated with representative replicas (``fleetslo.sim.sampled``, one in ``DAYS_SAMPLE``,
-default 4): a fleet of 60 runs as 15. Replica-hours are scaled back; ``benchmarks sim`` measures
-what that costs in accuracy. ``DAYS_SAMPLE=1`` runs the exact fleet (hours of CPU for two weeks).
-``DAYS_POLICIES=fleetslo,oracle`` runs only the policies named (comma-separated, as printed).
+default 8): a fleet of 60 runs as 8. Replica-hours are scaled back; ``benchmarks sim`` measures
+what that costs in accuracy. Arrivals are generated once per day and cached (``days_stream``,
+``DAYS_CACHE``). ``DAYS_POLICIES=fleetslo,oracle`` runs only the policies named (comma-separated,
+as printed); ``DAYS_WORKERS`` (2) processes run at once; results go to ``DAYS_OUT`` (the temp
+folder) as ``fleetslo-days-<run>-1in<m>.json`` and, day by day, ``.units.jsonl``;
+``DAYS_RUN=table`` prints the two-week table from whatever days have finished.
 """
 
 from __future__ import annotations
 
-import math
+import json
 import os
+import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from fleetslo.policy.forecast import KnownEvent, SeasonalForecast, mape_by_day
-from fleetslo.policy.oracle import OraclePolicy
 from fleetslo.policy.registry import make_policy
 from fleetslo.sim import oracle
-from fleetslo.sim.longrun import DAY_S, StreamResult, simulate_stream
+from fleetslo.sim.longrun import DAY_S, simulate_stream
 from fleetslo.sim.profile import builtin_profile
 from fleetslo.sim.result import JUDGE_WINDOW_S
 from fleetslo.sim.runner import SimConfig
-from fleetslo.sim.sampled import every_mth, sampled_spec
+from fleetslo.sim.sampled import sampled_spec
 from fleetslo.sim.scenario import Scenario, make_spec
 from fleetslo.sim.traces import lognormal_tokens
 from fleetslo.sim.traces.multiday import MultiDayCurve, Surge
 from fleetslo.sim.traces.multiday import arrivals as multiday_arrivals
-from fleetslo.sim.traces.servegen import ServeGenData, arrivals, load_servegen, window_rates
+from fleetslo.sim.traces.servegen import arrivals, load_servegen, window_rates
 from fleetslo.sim.workload import Request, Trace
+
+from benchmarks import days_forecast, days_runs, days_stream
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = "servegen/language/m-small"
@@ -56,117 +63,148 @@ CANDIDATES = (
 )
 PROFILE = "mi325x-qwen3-235b-fp8-tp4"
 MIN_REPLICAS, MAX_REPLICAS, COLD_START_S = 4, 60, 300.0
-BASELINES = ("hpa-util", "hpa-running", "keda-waiting", "llmd-slo")
 HORIZON_S = COLD_START_S
 #: Five clients of m-small have no length data: they get a chat-like mix.
 FALLBACK_TOKENS = lognormal_tokens(600, 150, 1.0, max_tokens=32_000)
 
 
-@dataclass(frozen=True)
-class Setup:
-    data: ServeGenData
-    rate_scale: float
-    m: int
-    start_s: float
-    end_s: float
-    scenario: Scenario  # the spec (sampled), profile and warm fleet every policy starts from
-    capacity: oracle.Capacity
-
-
-def stream(setup: Setup) -> Iterator[Request]:
-    """The run's arrivals, times from its start, one in ``m`` kept."""
-    raw = arrivals(
-        setup.data,
-        rate_scale=setup.rate_scale,
-        start_s=setup.start_s,
-        end_s=setup.end_s,
-        fallback=FALLBACK_TOKENS,
-    )
-    return every_mth(raw, setup.m)
-
-
-def build(days: tuple[float, float], m: int) -> Setup:
+def build_folder() -> Path:
     folder = next((p for p in CANDIDATES if p.is_dir()), None)
     if folder is None:
         raise SystemExit(f"ServeGen data not found (looked in {', '.join(map(str, CANDIDATES))})")
-    data = load_servegen(folder)
+    return folder
+
+
+def build(m: int) -> days_runs.Plan:
+    """The sampled spec, the calibrated capacity and the rate scale; the days' arrivals cached."""
+    data = load_servegen(build_folder())
     profile = builtin_profile(PROFILE)
     spec = make_spec(profile, min_replicas=MIN_REPLICAS, max_replicas=MAX_REPLICAS, cold_start_s=COLD_START_S)
-    rates = window_rates(data)
-    peak_at, peak = max(rates, key=lambda p: p[1])
-    # capacity on an hour of the busiest traffic's mix, at a trial scale, on the exact fleet
-    trial_scale = 0.01
-    sample = Trace(
-        tuple(
-            arrivals(
-                data, rate_scale=trial_scale, start_s=peak_at, end_s=peak_at + 1200, fallback=FALLBACK_TOKENS
-            )
-        )
-    )
+    peak_at, peak = max(window_rates(data), key=lambda p: p[1])
+    # capacity on 20 minutes of the busiest traffic's mix, at a trial scale, on the exact fleet
+    sample = Trace(tuple(
+        arrivals(data, rate_scale=0.01, start_s=peak_at, end_s=peak_at + 1200, fallback=FALLBACK_TOKENS)
+    ))  # fmt: skip
     calib = Scenario(sample, "servegen calibration", profile, spec, initial_replicas=MAX_REPLICAS)
     capacity = oracle.calibrate(calib)
     scale = MAX_REPLICAS * capacity.requests_per_s / peak
     sampled = sampled_spec(spec, m)
-    sc = Scenario(
-        Trace(()), f"servegen m-small ×{scale:.4f}", profile, sampled, initial_replicas=sampled.replicas.min
-    )
-    return Setup(data, scale, m, days[0] * DAY_S, days[1] * DAY_S, sc, capacity)
+    sc = Scenario(Trace(()), f"servegen m-small x{scale:.4f}", profile, sampled, initial_replicas=1)
+    cache = days_stream.cache_folder(scale, m)
+    for day in range(14):
+        started = time.perf_counter()
+        if not days_stream.day_file(cache, day).exists():
+            days_stream.ensure_day(data, cache, day, rate_scale=scale, m=m, fallback=FALLBACK_TOKENS)
+            print(f"  day {day + 1}: arrivals generated in {time.perf_counter() - started:.0f} s", flush=True)
+    return days_runs.Plan(cache, sc, capacity, m, ())
 
 
-@dataclass
-class Minutes:
-    arrivals: list[int]
-    prefill: list[int]
-    output: list[int]
-
-
-def minutes(setup: Setup) -> Minutes:
-    """Per-minute arrivals and tokens of the run (one pass over the stream, no engine)."""
-    n = math.ceil((setup.end_s - setup.start_s) / JUDGE_WINDOW_S)
-    out = Minutes([0] * n, [0] * n, [0] * n)
-    for r in stream(setup):
-        k = min(n - 1, int(r.arrival_s // JUDGE_WINDOW_S))
-        out.arrivals[k] += 1
-        out.prefill[k] += r.input_tokens
-        out.output[k] += r.output_tokens
-    return out
-
-
-def need(setup: Setup, mins: Minutes) -> list[int]:
-    """The oracle's per-minute replica need (as ``oracle.minute_need``), of the sampled fleet."""
-    cap = setup.capacity
-    bounds = setup.scenario.spec.replicas
-    out = []
-    for a, p, o in zip(mins.arrivals, mins.prefill, mins.output, strict=True):
-        per_s = 1.0 / JUDGE_WINDOW_S
-        wanted = per_s * max(
-            a / cap.requests_per_s, p / cap.prefill_tokens_per_s, o / cap.output_tokens_per_s
-        )
-        out.append(max(bounds.min, min(bounds.max, math.ceil(wanted - 1e-9))))
-    return out
-
-
-def forecast_errors(
-    mins: Minutes, start_s: float, history: list[tuple[float, float]]
-) -> dict[int, tuple[float | None, float | None]]:
-    """Per day: MAPE (%) of the seasonal forecast of the rate 5 minutes ahead, and of persistence."""
-    rates = [a / JUDGE_WINDOW_S for a in mins.arrivals]
+def stream_forecast_errors(plan: days_runs.Plan, days: tuple[int, ...]) -> dict[int, dict[str, Any]]:
+    """Per day: MAPE (%) of the seasonal forecast of the request rate one cold start ahead (one-minute
+    rates of the simulated stream, learned online from day 1), of persistence, and how often the
+    rate came in above the band's top."""
+    rates: list[float] = []
+    for day in range(days[-1] + 1):
+        rates += [a / JUDGE_WINDOW_S for a in days_runs.minute_counts(plan.folder, day)[0]]
     steps = int(HORIZON_S // JUDGE_WINDOW_S)
-    forecast = SeasonalForecast().observe_many(history)
-    seasonal, persistence = [], []
-    for k, rate in enumerate(rates):
-        t = start_s + k * JUDGE_WINDOW_S
+    forecast = SeasonalForecast()
+    seasonal, persistence, above = [], [], {}
+    for k, rate in enumerate(rates[:-steps]):
+        t = k * JUDGE_WINDOW_S
         forecast = forecast.observe(t, rate)
-        if k + steps < len(rates):
-            actual = rates[k + steps]
-            target = t + HORIZON_S
-            predicted = forecast.ahead(t, HORIZON_S)
-            if predicted is not None:
-                seasonal.append((target, predicted, actual))
-            persistence.append((target, rate, actual))
+        actual, target = rates[k + steps], t + HORIZON_S
+        if int(target // DAY_S) not in days:
+            continue
+        predicted, top = forecast.ahead(t, HORIZON_S), forecast.upper(t, HORIZON_S)
+        if predicted is not None:
+            seasonal.append((target, predicted, actual))
+        if top is not None:
+            above.setdefault(int(target // DAY_S), []).append(actual > top)
+        persistence.append((target, rate, actual))
     s = {d.day: d.mape_pct for d in mape_by_day(seasonal)}
     p = {d.day: d.mape_pct for d in mape_by_day(persistence)}
-    return {day: (s.get(day), p.get(day)) for day in sorted(p)}
+    return {
+        day: {"seasonal": s.get(day), "persistence": p.get(day),
+              "above_band": sum(above[day]) / len(above[day]) if above.get(day) else None}
+        for day in days
+    }  # fmt: skip
+
+
+def report(
+    label: str, plan: days_runs.Plan, policies: list[str], out: Path, *, run: bool = True
+) -> dict[str, Any]:
+    """Run every unit (``run``) or read what has finished, and print the per-day table."""
+    started = time.perf_counter()
+    units_file = out.with_suffix(".units.jsonl")
+    errors_file = out.with_suffix(".forecast.json")
+    if run:
+        errors = stream_forecast_errors(plan, plan.days)
+        errors_file.write_text(json.dumps(errors))
+        units_file.unlink(missing_ok=True)
+        workers = int(os.environ.get("DAYS_WORKERS", "2"))
+        days_runs.run_all(plan, policies, units_file, workers)
+    else:
+        errors = {int(k): v for k, v in json.loads(errors_file.read_text()).items()}
+    rows = days_runs.read_rows(units_file)
+    table = print_table(label, plan, policies, rows, errors)
+    print(f"({time.perf_counter() - started:.0f} s)")
+    result = {"label": label, "m": plan.m, "rows": table, "forecast": errors}
+    out.write_text(json.dumps(result, indent=1))
+    return result
+
+
+def print_table(
+    label: str, plan: days_runs.Plan, policies: list[str], rows: list[dict[str, Any]],
+    errors: dict[int, dict[str, Any]],
+) -> list[dict[str, Any]]:  # fmt: skip
+    by = {(r["policy"], r["day"]): r for r in rows}
+    print(
+        f"\n{label}: one replica in {plan.m} simulated, capacity {plan.capacity.requests_per_s:.2f} req/s "
+        "per replica; per day: window attainment / replica-hours; forecast MAPE % seasonal / persistence"
+    )
+    print("day | " + " | ".join(policies) + " | MAPE s / p | above band")
+    table = []
+    for d in plan.days:
+        cells, row = [], {"day": d + 1}
+        for name in policies:
+            r = by.get((name, d + 1))
+            row[name] = r
+            cells.append(
+                "not run" if r is None else f"{_fmt(r['window_attainment'], 3)} / {r['replica_hours']:.0f}"
+            )
+        e = errors.get(d, {})
+        row["forecast"] = e
+        print(f"{d + 1} | " + " | ".join(cells) + f" | {_fmt(e.get('seasonal'), 1)} / "
+              f"{_fmt(e.get('persistence'), 1)} | {_fmt(e.get('above_band'), 3)}")  # fmt: skip
+        table.append(row)
+    return table
+
+
+def _fmt(value: float | None, digits: int) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _policies() -> list[str]:
+    every = [*days_runs.FLEETSLO_VARIANTS, *days_runs.FRONTIERS, *days_runs.BASELINES]
+    wanted = os.environ.get("DAYS_POLICIES")
+    return [p for p in every if p in wanted.split(",")] if wanted else every
+
+
+def quick(plan: days_runs.Plan, out: Path) -> dict[str, Any]:
+    """Day 8 alone, fleetslo's forecast bootstrapped from days 1-7 (the Prometheus bootstrap)."""
+    plan = replace(plan, days=(7,))
+    return report("quick: day 8, bootstrapped from days 1-7", plan, _policies(), out)
+
+
+FULL_LABEL = (
+    "two weeks, days 8-14: fleetslo learning across the days (restarted each midnight with what it "
+    "learned, its forecast bootstrapped from every earlier day), the others day by day"
+)
+
+
+def full(plan: days_runs.Plan, out: Path, *, run: bool = True) -> dict[str, Any]:
+    plan = replace(plan, days=tuple(range(7, 14)))
+    return report(FULL_LABEL, plan, _policies(), out, run=run)
 
 
 class _Foresight:
@@ -189,91 +227,6 @@ class _Foresight:
 
     def decide(self, obs: Any, state: Any, spec: Any, now: float) -> Any:
         return self.inner.decide(obs, state, spec, now)
-
-
-def policies(setup: Setup, need_: list[int], history: list[tuple[float, float]]) -> dict[str, Any]:
-    spec = setup.scenario.spec
-    lead = spec.replicas.cold_start + OraclePolicy.interval
-    out: dict[str, Any] = {
-        "fleetslo": _Foresight(make_policy("fleetslo", spec), history=history),
-        "fleetslo-no-seasonal": _Foresight(make_policy("fleetslo", spec), off=True),
-        "oracle": OraclePolicy(oracle.schedule_for(need_, lead, spec.replicas.min)),
-        "no-foresight +10%": OraclePolicy(
-            oracle.no_foresight_schedule(need_, 0.1, 5, setup.scenario.initial_replicas, spec.replicas.min)
-        ),
-    }
-    for name in BASELINES:
-        out[name] = make_policy(name, spec)
-    return out
-
-
-def run(setup: Setup, policy: Any) -> StreamResult:
-    return simulate_stream(stream(setup), policy, replace(setup.scenario, trace=Trace(())).config())
-
-
-def report(label: str, setup: Setup, days: range, history: list[tuple[float, float]]) -> dict[str, Any]:
-    started = time.perf_counter()
-    mins = minutes(setup)
-    need_ = need(setup, mins)
-    scenario = replace(setup.scenario, initial_replicas=max(need_[:10]))
-    setup = replace(setup, scenario=scenario)
-    errors = forecast_errors(mins, 0.0, history)
-    results: dict[str, StreamResult] = {}
-    wanted = os.environ.get("DAYS_POLICIES")
-    chosen = policies(setup, need_, history)
-    if wanted:
-        chosen = {n: p for n, p in chosen.items() if n in wanted.split(",")}
-    for name, policy in chosen.items():
-        t = time.perf_counter()
-        results[name] = run(setup, policy)
-        print(
-            f"  {name}: {results[name].requests:,} requests simulated in {time.perf_counter() - t:.0f} s",
-            flush=True,
-        )
-    first_day = int(setup.start_s // DAY_S)
-    print(
-        f"\n{label}: ServeGen m-small ×{setup.rate_scale:.4f}, one replica in {setup.m} simulated, "
-        f"capacity {setup.capacity.requests_per_s:.2f} req/s per replica"
-    )
-    names = list(results)
-    print("day | " + " | ".join(f"{n} att / rh" for n in names) + " | MAPE seasonal / persistence %")
-    table = []
-    for d in days:
-        row: dict[str, Any] = {"day": first_day + d + 1}
-        cells = []
-        for n in names:
-            day = results[n].day(d)
-            rh = day["replica_hours"] * setup.m
-            row[n] = {"window_attainment": day["window_attainment"], "replica_hours": rh}
-            att = day["window_attainment"]
-            cells.append(f"{att:.3f} / {rh:.0f}" if att is not None else f"- / {rh:.0f}")
-        seasonal, persistence = errors.get(d, (None, None))
-        row["mape_seasonal_pct"], row["mape_persistence_pct"] = seasonal, persistence
-        mape = (
-            f"{seasonal:.1f} / {persistence:.1f}" if seasonal is not None and persistence is not None else "-"
-        )
-        print(f"{first_day + d + 1} | " + " | ".join(cells) + f" | {mape}")
-        table.append(row)
-    print(f"({time.perf_counter() - started:.0f} s)")
-    return {"label": label, "rows": table}
-
-
-def quick(m: int) -> dict[str, Any]:
-    """Day 8 alone, the forecaster bootstrapped from days 1-7 (the Prometheus bootstrap)."""
-    setup = build((7, 8), m)
-    # what a metrics store holds: the arrival rate of the days before, here each 10-minute window's
-    history = [
-        (t - 7 * DAY_S + j * JUDGE_WINDOW_S, rate / m)
-        for t, rate in window_rates(setup.data, setup.rate_scale)
-        if t < 7 * DAY_S
-        for j in range(10)
-    ]
-    return report("quick: day 8, bootstrapped from days 1-7", setup, range(1), history)
-
-
-def full(m: int) -> dict[str, Any]:
-    setup = build((0, 14), m)
-    return report("two weeks, learning online from day 1 (days 8-14 shown)", setup, range(7, 14), [])
 
 
 class _Told(_Foresight):
@@ -329,11 +282,20 @@ def launch() -> dict[str, Any]:
 
 
 def main() -> dict[str, Any]:
-    m = int(os.environ.get("DAYS_SAMPLE", "4"))
+    m = int(os.environ.get("DAYS_SAMPLE", "8"))
     which = os.environ.get("DAYS_RUN", "quick")
-    out = {"launch": launch(), "quick": quick(m)}
+    out_dir = Path(os.environ.get("DAYS_OUT", tempfile.gettempdir()))
+    if which == "table":  # the two-week run's table from what has finished so far
+        return {"full": full(build(m), out_dir / f"fleetslo-days-full-1in{m}.json", run=False)}
+    out: dict[str, Any] = {"launch": launch()}
+    aggregate = [r for _, r in load_servegen(build_folder()).aggregate_rates()]
+    out["forecasters"] = days_forecast.compare(aggregate)
+    days_forecast.print_comparison(out["forecasters"])
+    plan = build(m)
     if which == "full":
-        out["full"] = full(m)
+        out["full"] = full(plan, out_dir / f"fleetslo-days-full-1in{m}.json")
+    else:
+        out["quick"] = quick(plan, out_dir / f"fleetslo-days-quick-1in{m}.json")
     return out
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 from fleetslo.policy.fleetslo.forecast import RateForecast
@@ -22,9 +23,14 @@ def test_the_seasonal_forecast_sees_the_ramp_a_cold_start_ahead() -> None:
     for t in (now - 120, now - 60, now):
         forecast = forecast.update(t, ramp(t), keep_s=600)
     current = ramp(now)
-    foreseen = forecast.ahead(300.0, current, now - 300, damping=0.5, max_growth=1.5)
+    point = replace(forecast, banded=False)
+    foreseen = point.ahead(300.0, current, now - 300, damping=0.5, max_growth=1.5)
     assert foreseen == pytest.approx(ramp(now + 300), rel=0.02)
     assert foreseen > current * 1.05
+    # the band's top: above the point by what the forecast got wrong at this time of day before
+    # (a few percent on this noiseless ramp), never below it
+    top = forecast.ahead(300.0, current, now - 300, damping=0.5, max_growth=1.5)
+    assert foreseen <= top <= ramp(now + 300) * 1.06
     blind = RateForecast(forecast.samples, None)  # foresight off: the trend alone, as before
     assert blind.ahead(300.0, current, now - 300, damping=0.5, max_growth=1.5) < foreseen
 

@@ -45,9 +45,8 @@ def errors_over(
 def test_no_forecast_before_a_day_of_history() -> None:
     curve = MultiDayCurve(10.0)
     assert learned(curve, 0.5).ahead(0.5 * DAY_S, HORIZON) is None
-    # a day plus the recent bins the growth is measured from (30 minutes)
-    assert learned(curve, 1.02).ahead(1.02 * DAY_S, HORIZON) is None
-    assert learned(curve, 1.05).ahead(1.05 * DAY_S, HORIZON) is not None
+    assert learned(curve, 0.99).ahead(0.99 * DAY_S, HORIZON) is None
+    assert learned(curve, 1.01).ahead(1.01 * DAY_S, HORIZON) is not None
 
 
 def test_a_learned_week_forecasts_the_morning_ramp_far_better_than_persistence() -> None:
@@ -70,7 +69,7 @@ def test_a_holiday_is_followed_by_the_level_within_half_an_hour() -> None:
     curve = MultiDayCurve(10.0, holidays=(8,), holiday_factor=0.6)
     forecast = learned(curve, 8)
     seasonal, _, _ = errors_over(forecast, curve, 8 * DAY_S, 8 * DAY_S + 12 * 3600)
-    assert seasonal[0] > 0.3  # the first minutes of the holiday: nobody said
+    assert seasonal[0] > 0.1  # the first minutes of the holiday: nobody said
     assert max(seasonal[30:]) < 0.03
 
 
@@ -109,7 +108,8 @@ def test_weekly_profile_knows_the_weekend_shape() -> None:
 
     history = [(t, weekend_late(t)) for t in _minutes(0, 12 * DAY_S)]
     weekly = SeasonalForecast().observe_many(history)
-    daily = SeasonalForecast(SeasonalConfig(weekly_weight=0.0)).observe_many(history)
+    without_last_week = SeasonalConfig(candidates=("persistence", "daily", "trend"))
+    daily = SeasonalForecast(without_last_week).observe_many(history)
 
     def error(f: SeasonalForecast) -> float:
         errs = []

@@ -1,40 +1,71 @@
-"""A seasonal forecast of one positive series (arrival rate, request mix): level × seasonal growth × trend.
+"""A seasonal forecast of one positive series (arrival or token rate, request mix), with an error band.
 
-Inference traffic repeats: a day shape, a week shape, on top of a level that drifts. The model is
-a multiplicative decomposition a reader can check by hand (Holt–Winters' structure, with robust
-profile estimates instead of smoothed seasonal indices):
+Inference traffic repeats: a day shape, a week shape, on top of a level that drifts. Whether that
+helps one cold start ahead depends on the traffic: on a smooth daily curve the shape is most of
+the answer; on ServeGen's production aggregate the next minutes are mostly a few large clients'
+bursts, and the rate a cold start from now is barely better known than "what it is now". So the
+forecast does not assume which it is. It keeps five simple forecasts (``candidates``:
+persistence, persistence with a fitted reversion of the last change, the daily profile, last
+week's same day, the daily profile with a trend), scores
+each on every bin it has seen (what it *would* have forecast one horizon earlier), and combines
+them weighted by their recent skill (exponential weights on their mean absolute log error over
+about a day, robust to the odd outage bin; a candidate 5 % worse than the best weighs e⁻¹): on
+traffic with a shape the profile takes over, on traffic without one the forecast falls back
+toward persistence instead of being worse than it. That is the classic forecast combination
+(Bates–Granger), which a reader can check by hand.
 
-* **History in bins.** Observations are averaged into bins of ``bin_s`` (5 minutes); at most
-  ``days_kept`` days are kept. Missing bins (the controller was down) stay missing.
-* **Level** ``L``: the recent past, the last ``level_bins`` bins and the one being filled, most
-  recent weighted most (``level_half_life_bins``). A weekend, a holiday or growth is in it at once.
-* **Seasonal growth** ``G``: how the target time compared with those same recent bins (same
-  weights) on past days — the median of that ratio over the last ``profile_days`` days (a holiday
-  or a one-off surge on one day does not move a median of seven), blended with last week's same
-  day once a week of history exists (``weekly_weight``): that is what knows a Saturday morning is
-  not a Monday morning. A ratio of the same day's bins cancels that day's level, so a quiet week
-  still teaches the shape of the morning ramp.
-* **Trend** ``T``: the least-squares slope of observed / typical (the median of the same time on
-  past days) over the recent bins, relative, damped (``trend_damping``) and bounded: a ramp the
-  past days did not show (a surge building) is extrapolated a little.
-* **Forecast** for ``t + h``: ``L × G × (1 + damped T × h)`` × the factor of any known event (a
-  launch at 18:00) covering ``t + h``. Observations made during a known event are stored divided
-  by its factor, so the event leaks into neither the level nor what later days learn.
+What the sizing needs is not the mean rate a cold start ahead but a rate it will rarely exceed:
+``upper`` is the combined forecast × the ``band_quantile`` of the combination's own log
+residuals at the same time of day (±``band_halfwidth_bins``) over the last ``band_days`` days,
+plus an offset that an online conformal step (adaptive conformal inference: +``band_step`` ×
+(missed − (1 − q)) per scored bin) moves until the band is exceeded 1 − q of the time, whatever
+the residuals' drift. The band can be wide where the traffic is bursty and narrow where it is
+calm, which a fixed headroom cannot. ``None`` until enough residuals exist. (On ServeGen it is
+calibrated, exceeded 10.0 % of the time, but no cheaper than a fixed headroom picked with
+hindsight: ``benchmarks days``.)
+
+* **History** (``history.BinnedHistory``): observations averaged into ``bin_s`` (5-minute) bins,
+  ``days_kept`` days; missing bins stay missing.
+* **Scoring**: when bin ``j`` closes, each candidate's forecast of it made at the end of bin
+  ``j - lead_bins`` (``lead_bins = 1 + floor(horizon_s / bin_s)``: a live forecast one cold start
+  ahead is made part-way through a bin, so the scored lead is at least the horizon) is compared
+  with what came. The combination's weights at that time are the skills as of bin ``j - 1``.
+* **Known events** (a launch at 18:00): the forecast for a time inside one is multiplied by its
+  factor, and observations inside one are stored divided by it, so the event leaks into neither
+  the level nor what later days learn.
 
 Until ``min_days`` of history exist there is no forecast (``None``): the caller's reactive path
-decides alone. Pure value type: ``observe`` returns a new forecaster; updates cost O(1) except
-once per bin (a tuple copy of the kept history).
+decides alone.
+
+**API** (used by the policy and the controller's bootstrap; stable):
+
+* ``SeasonalForecast(config)``; ``observe(t, value)`` and ``observe_many(samples)`` return a new
+  forecaster (``None``, NaN, infinite or negative values are ignored, late samples of a closed bin
+  dropped); ``bootstrapped(samples)`` is ``observe_many`` under the name a start-up reads best
+  with (the last days from the metrics store: the same quantity, in the same unit, as what is
+  observed live).
+* ``with_events(events)`` → the forecaster told of ``KnownEvent(start, end, factor)``s (Unix or
+  trace seconds, whichever the observations use).
+* ``ahead(now, horizon_s)`` → the expected value at ``now + horizon_s``; ``upper(now, horizon_s)``
+  → the band's top; both ``None`` when unknown. ``weights()`` says which candidates it trusts.
+
+Pure value type; updates cost O(1) except once per bin (one scoring and a tuple copy).
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from fleetslo.policy.forecast import candidates as cand
+from fleetslo.policy.forecast.history import BinnedHistory
+
 DAY_S = 86_400.0
-WEEK_DAYS = 7
+#: The calibration never moves the band by more than e^1 either way.
+_MAX_OFFSET = 1.0
+#: Σ x² of the level's changes below which φ is not fitted (a flat history has no changes).
+_MIN_CHANGE_VARIANCE = 1e-3
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,28 +81,52 @@ class KnownEvent:
 class SeasonalConfig:
     bin_s: float = 300.0
     days_kept: int = 15
-    #: Days of history before the profile is trusted.
+    #: Days of history before any forecast is made.
     min_days: float = 1.0
     profile_days: int = 7
-    #: Weight of last week's same bin against the daily median, once a week is known.
-    weekly_weight: float = 0.5
     level_bins: int = 6
-    level_half_life_bins: float = 1.5
+    #: The level is the recent bins, most recent weighted most (half a bin: mostly the newest).
+    level_half_life_bins: float = 0.5
     trend_damping: float = 0.5
-    #: The level-and-trend factor stays within [1/max_level, max_level] of the profile.
+    #: The trend factor stays within [1/max_level, max_level].
     max_level: float = 4.0
+    #: The horizon the forecaster scores itself at: one cold start.
+    horizon_s: float = 300.0
+    #: The candidates combined (a subset of ``cand.NAMES``).
+    candidates: tuple[str, ...] = cand.NAMES
+    #: Half-life, in bins, of each candidate's mean absolute log error (a day).
+    skill_half_life_bins: float = 288.0
+    #: Scored bins a candidate needs before its skill weighs it (until then: equal weights).
+    min_scored: int = 12
+    #: How sharply skill decides: a candidate this much worse (relative) than the best weighs e⁻¹.
+    skill_temperature: float = 0.05
+    band_quantile: float = 0.9
+    band_days: int = 7
+    band_halfwidth_bins: int = 6
+    min_band_samples: int = 24
+    #: Step of the band's calibration (adaptive conformal inference: log units per scored bin).
+    band_step: float = 0.01
 
     def __post_init__(self) -> None:
         checks = (
             ("bin_s", self.bin_s > 0 and DAY_S % self.bin_s == 0, "> 0 and divide a day"),
             ("days_kept", self.days_kept >= max(1, self.min_days), ">= min_days"),
             ("profile_days", self.profile_days >= 1, ">= 1"),
-            ("weekly_weight", 0 <= self.weekly_weight <= 1, "in [0, 1]"),
             ("level_bins", self.level_bins >= 1, ">= 1"),
             ("level_half_life_bins", self.level_half_life_bins > 0, "> 0"),
             ("trend_damping", 0 <= self.trend_damping <= 1, "in [0, 1]"),
             ("max_level", self.max_level >= 1, ">= 1"),
-        )
+            ("horizon_s", self.horizon_s >= 0, ">= 0"),
+            ("candidates", bool(self.candidates) and set(self.candidates) <= set(cand.NAMES),
+             f"a non-empty subset of {cand.NAMES}"),
+            ("skill_half_life_bins", self.skill_half_life_bins > 0, "> 0"),
+            ("skill_temperature", self.skill_temperature > 0, "> 0"),
+            ("band_quantile", 0.5 <= self.band_quantile < 1, "in [0.5, 1)"),
+            ("band_days", self.band_days >= 1, ">= 1"),
+            ("band_halfwidth_bins", self.band_halfwidth_bins >= 0, ">= 0"),
+            ("min_band_samples", self.min_band_samples >= 1, ">= 1"),
+            ("band_step", 0 <= self.band_step <= 0.5, "in [0, 0.5]"),
+        )  # fmt: skip
         bad = [f"{name} must be {rule}" for name, ok, rule in checks if not ok]
         if bad:
             raise ValueError("; ".join(bad))
@@ -80,54 +135,74 @@ class SeasonalConfig:
     def day_bins(self) -> int:
         return int(DAY_S / self.bin_s)
 
+    @property
+    def lead_bins(self) -> int:
+        return 1 + math.floor(self.horizon_s / self.bin_s)
+
+    @property
+    def shape(self) -> cand.Shape:
+        return cand.Shape(
+            self.day_bins, self.profile_days, self.level_bins, self.level_half_life_bins,
+            self.trend_damping, self.max_level,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Skill:
+    """One candidate's record: the decaying mean of its absolute log errors, and how many."""
+
+    mae: float = 0.0
+    scored: int = 0
+
 
 @dataclass(frozen=True, slots=True)
 class SeasonalForecast:
-    """Binned history of one series and the forecast it implies."""
+    """Binned history of one series, the candidates' skills and the combination's residuals."""
 
     config: SeasonalConfig = field(default_factory=SeasonalConfig)
     events: tuple[KnownEvent, ...] = ()
-    #: Absolute bin number (``floor(t / bin_s)``) of ``bins[0]``.
-    first_bin: int | None = None
-    #: Completed bins, oldest first; None where nothing was observed.
-    bins: tuple[float | None, ...] = ()
-    #: The bin being filled: (bin number, sum of de-evented values, count).
-    current: tuple[int, float, int] | None = None
+    history: BinnedHistory | None = None
+    skills: tuple[Skill, ...] = ()
+    #: Log residual (log actual / combined forecast) of each bin of ``history.bins``; None if unscored.
+    residuals: tuple[float | None, ...] = ()
+    #: Added to the band's log spread, so that it is exceeded 1 - ``band_quantile`` of the time.
+    band_offset: float = 0.0
+    #: Decayed sums (Σ x·y, Σ x²) of the level's change x and the change that followed y: the
+    #: least-squares φ of the ``reverting`` candidate.
+    reversion: tuple[float, float] = (0.0, 0.0)
 
     # --- learning ---------------------------------------------------------------------------
 
     def observe(self, t: float, value: float | None) -> SeasonalForecast:
         """Add one observation (``None`` or a non-finite/negative value is ignored)."""
-        if value is None or not math.isfinite(value) or value < 0:
-            return self
-        b = self._bin(t)
-        value /= self._event_factor(t)
-        cur = self.current
-        if cur is None:
-            return replace(
-                self, first_bin=b if self.first_bin is None else self.first_bin, current=(b, value, 1)
-            )
-        if b == cur[0]:
-            return replace(self, current=(b, cur[1] + value, cur[2] + 1))
-        if b < cur[0]:
-            return self  # out of order: a late sample of a bin already closed
-        return self._close(cur, b, value)
+        return self.observe_many(((t, value),))
 
     def observe_many(self, samples: Iterable[tuple[float, float | None]]) -> SeasonalForecast:
-        """Fold a history in (the bootstrap from a metrics store: one copy per day, not per bin)."""
-        state = self
-        pending: list[tuple[float, float | None]] = []
-        for t, value in samples:
-            pending.append((t, value))
-            if len(pending) >= self.config.day_bins:
-                state = state._observe_batch(pending)
-                pending = []
-        return state._observe_batch(pending) if pending else state
+        """Fold samples in, in time order (one tuple copy for the lot)."""
+        clean = [
+            (t, v / self._event_factor(t))
+            for t, v in samples
+            if v is not None and math.isfinite(v) and v >= 0
+        ]
+        if not clean:
+            return self
+        history, closed = self._history().add(clean)
+        if not closed:
+            return replace(self, history=history)
+        return self._scored(history, closed)
+
+    def bootstrapped(self, samples: Iterable[tuple[float, float | None]]) -> SeasonalForecast:
+        """The forecaster with a stored history folded in (see the module docstring)."""
+        return self.observe_many(samples)
 
     def with_events(self, events: Sequence[KnownEvent]) -> SeasonalForecast:
         return replace(self, events=tuple(events))
 
     # --- forecasting ------------------------------------------------------------------------
+
+    @property
+    def bins(self) -> tuple[float | None, ...]:
+        return self._history().bins
 
     def ready(self) -> bool:
         return len(self.bins) >= self.config.min_days * self.config.day_bins
@@ -136,80 +211,140 @@ class SeasonalForecast:
         """The value expected at ``now + horizon_s``; None before ``min_days`` of history."""
         if not self.ready():
             return None
-        cfg = self.config
-        now_bin, target = self._bin(now), now + horizon_s
-        recent = self._recent(now_bin)
-        if not recent:
-            return None
-        level = sum(w * v for _, v, w in recent) / sum(w for _, _, w in recent)
-        growth = self.growth([(b, w) for b, _, w in recent], self._bin(target))
-        if growth is None:
-            return None
-        trend = 1 + cfg.trend_damping * self._relative_slope(recent) * horizon_s
-        trend = min(max(trend, 1 / cfg.max_level), cfg.max_level)
-        return level * growth * trend * self._event_factor(target)
+        history, cfg = self._history(), self.config
+        now_bin, target = history.bin_of(now), now + horizon_s
+        cur = history.current
+        current = history.current_mean() if cur is not None and cur[0] == now_bin else None
+        found = cand.forecasts(
+            history, cfg.shape, now_bin, history.bin_of(target),
+            horizon_s=horizon_s, bin_s=cfg.bin_s, current=current, reversion=self._reversion(),
+        )  # fmt: skip
+        combined = self._combine(found)
+        return None if combined is None else combined * self._event_factor(target)
 
-    def growth(self, recent: Sequence[tuple[int, float]], target_bin: int) -> float | None:
-        """How the target bin compared with the recent bins (same weights) on past days: the median
-        over the last ``profile_days`` days, blended with the same day last week."""
-        cfg = self.config
-        day = cfg.day_bins
-        by_day: dict[int, float] = {}
-        for d in range(1, max(cfg.profile_days, WEEK_DAYS) + 1):
-            future = self._value(target_bin - d * day)
-            past = [(self._value(b - d * day), w) for b, w in recent]
-            values = [(v, w) for v, w in past if v is not None]
-            if future is None or len(values) < len(past):
-                continue  # that day has a gap: it says nothing about the change
-            base = sum(v * w for v, w in values) / sum(w for _, w in values)
-            if base > 0:
-                by_day[d] = future / base
-        daily = [by_day[d] for d in range(1, cfg.profile_days + 1) if d in by_day]
-        if not daily:
+    def upper(self, now: float, horizon_s: float) -> float | None:
+        """The ``band_quantile`` of the value at ``now + horizon_s`` (None without enough residuals)."""
+        point = self.ahead(now, horizon_s)
+        if point is None:
             return None
-        median = statistics.median(daily)
-        last_week = by_day.get(WEEK_DAYS)
-        if last_week is None or cfg.weekly_weight == 0:
-            return median
-        # last week's change is trusted within a factor of two of the median: a surge or an outage
-        # in last week's bins must not double this week's forecast
-        weekly = min(max(last_week, median / 2), median * 2)
-        return (1 - cfg.weekly_weight) * median + cfg.weekly_weight * weekly
+        spread = self.band(self._history().bin_of(now + horizon_s))
+        return None if spread is None else point * math.exp(spread)
+
+    def band(self, target_bin: int) -> float | None:
+        """The log spread of the band at ``target_bin``: the ``band_quantile`` of the residuals
+        around its time of day on past days, plus the calibration offset; None with too few."""
+        first = self._history().first_bin
+        if first is None:
+            return None
+        spread = _band(self.residuals, first, target_bin, self.config)
+        return None if spread is None else spread + self.band_offset
+
+    def weights(self) -> dict[str, float]:
+        """Each candidate's weight in the combination now (equal until each has been scored enough)."""
+        raw = self._raw_weights(self.config.candidates)
+        total = sum(raw.values())
+        return {name: w / total for name, w in raw.items()}
 
     def profile(self, b: int) -> float | None:
         """The typical value of bin ``b``: the median of the same time over the last days."""
-        cfg = self.config
-        day = cfg.day_bins
-        daily = [v for d in range(1, cfg.profile_days + 1) if (v := self._value(b - d * day)) is not None]
-        return statistics.median(daily) if daily else None
+        return cand.profile(self._history(), self.config.shape, b)
 
-    def _recent(self, now_bin: int) -> list[tuple[int, float, float]]:
-        """(bin, observed, weight) over the last ``level_bins`` bins and the one being filled."""
+    # --- scoring ----------------------------------------------------------------------------
+
+    def _scored(self, history: BinnedHistory, closed: list[int]) -> SeasonalForecast:
+        """``history`` with each newly closed bin scored, oldest first."""
         cfg = self.config
-        decay = math.pow(0.5, 1 / cfg.level_half_life_bins)
+        assert history.first_bin is not None
+        state = self
+        residuals = list(self.residuals)
+        # the residuals follow the bins: the same start, the same forgetting (trimmed at the end)
+        first = history.first_bin - (len(residuals) + len(closed) - len(history.bins))
+        offset = self.band_offset
+        for b in closed:
+            then = b - cfg.lead_bins
+            found = cand.forecasts(
+                history, cfg.shape, then, b,
+                horizon_s=cfg.horizon_s, bin_s=cfg.bin_s, reversion=state._reversion(),
+            )  # fmt: skip
+            actual = history.value(b)
+            state = state._fitted_reversion(history, then, actual, found.get("persistence"))
+            # the band is the seasonal forecast's error: bins before it had a day to learn from
+            # (persistence alone) would make it the error of another forecaster
+            seasonal = len(found) > 1
+            residual = _log_error(actual, state._combine(found)) if seasonal else None
+            spread = _band(residuals, first, b, cfg)
+            if residual is not None and spread is not None:
+                # adaptive calibration: nudge the band until it is exceeded 1 - q of the time
+                missed = residual > spread + offset
+                offset += cfg.band_step * (missed - (1 - cfg.band_quantile))
+                offset = min(max(offset, -_MAX_OFFSET), _MAX_OFFSET)
+            residuals.append(residual)
+            state = replace(state, skills=state._updated_skills(found, actual))
+        dropped = len(residuals) - len(history.bins)
+        return replace(state, history=history, residuals=tuple(residuals[dropped:]), band_offset=offset)
+
+    def _reversion(self) -> tuple[float, int] | None:
+        """(φ, lag) of the ``reverting`` candidate; None until its fit has something to go on."""
+        xy, xx = self.reversion
+        if xx < _MIN_CHANGE_VARIANCE:
+            return None
+        return min(max(xy / xx, -1.0), 1.0), self.config.lead_bins
+
+    def _fitted_reversion(
+        self, history: BinnedHistory, then: int, actual: float | None, level: float | None
+    ) -> SeasonalForecast:
+        """The least-squares sums with this bin's pair: (the level's change up to ``then``, the
+        change from the level at ``then`` to ``actual``)."""
+        if actual is None or level is None or actual <= 0 or level <= 0:
+            return self
+        moved = cand.change(history, self.config.shape, then, self.config.lead_bins, level)
+        if moved is None:
+            return self
+        followed = math.log(actual / level)
+        decay = math.pow(0.5, 1 / self.config.skill_half_life_bins)
+        xy, xx = self.reversion
+        return replace(self, reversion=(decay * xy + moved * followed, decay * xx + moved * moved))
+
+    def _updated_skills(self, found: dict[str, float], actual: float | None) -> tuple[Skill, ...]:
+        decay = math.pow(0.5, 1 / self.config.skill_half_life_bins)
         out = []
-        for b in range(now_bin - cfg.level_bins, now_bin + 1):
-            observed = self._value(b) if b != now_bin else self._current_mean()
-            if observed is not None:
-                out.append((b, observed, math.pow(decay, now_bin - b)))
-        return out
+        for i, name in enumerate(self.config.candidates):
+            skill = self.skills[i] if i < len(self.skills) else Skill()
+            error = _log_error(actual, found.get(name))
+            if error is not None:
+                weight = max(1 - decay, 1 / (skill.scored + 1))  # a plain mean while few are scored
+                skill = Skill((1 - weight) * skill.mae + weight * abs(error), skill.scored + 1)
+            out.append(skill)
+        return tuple(out)
 
-    def _relative_slope(self, recent: Sequence[tuple[int, float, float]]) -> float:
-        """The trend the profile did not foresee: slope of observed / typical, relative, per second."""
-        ratios = []
-        for b, v, _ in recent:
-            typical = self.profile(b)
-            if typical is not None and typical > 0:
-                ratios.append((b, v / typical))
-        if len(ratios) < 3:
-            return 0.0
-        mean = sum(r for _, r in ratios) / len(ratios)
-        return 0.0 if mean <= 0 else _slope(ratios) / mean / self.config.bin_s
+    def _raw_weights(self, names: Iterable[str]) -> dict[str, float]:
+        """exp(-(error - best error) / (``skill_temperature`` × best error)) of the candidates
+        scored ``min_scored`` times (one new to the history, as last week's day on day 8, joins once
+        it has been), the error being each one's mean absolute log error; equal weights while none
+        has been. A candidate 5 % worse than the best weighs e⁻¹ as much: on traffic where the day
+        profile is noise it fades out, and the forecast is persistence's, not worse."""
+        index = {name: i for i, name in enumerate(self.config.candidates)}
+        skills = {n: self.skills[index[n]] if index[n] < len(self.skills) else Skill() for n in names}
+        known = {n: s.mae for n, s in skills.items() if s.scored >= self.config.min_scored}
+        if not known:
+            return dict.fromkeys(skills, 1.0)
+        best = min(known.values())
+        scale = self.config.skill_temperature * best + 1e-12
+        return {n: math.exp(-(mae - best) / scale) for n, mae in known.items()}
+
+    def _combine(self, found: dict[str, float]) -> float | None:
+        usable = [n for n in self.config.candidates if n in found]
+        if not usable:
+            return None
+        weights = self._raw_weights(usable)
+        return sum(w * found[n] for n, w in weights.items()) / sum(weights.values())
 
     # --- plumbing ---------------------------------------------------------------------------
 
-    def _bin(self, t: float) -> int:
-        return math.floor(t / self.config.bin_s)
+    def _history(self) -> BinnedHistory:
+        if self.history is not None:
+            return self.history
+        return BinnedHistory(self.config.bin_s, self.config.days_kept * self.config.day_bins)
 
     def _event_factor(self, t: float) -> float:
         factor = 1.0
@@ -218,58 +353,32 @@ class SeasonalForecast:
                 factor *= e.factor
         return factor
 
-    def _value(self, b: int) -> float | None:
-        if self.first_bin is None:
-            return None
-        i = b - self.first_bin
-        return self.bins[i] if 0 <= i < len(self.bins) else None
 
-    def _current_mean(self) -> float | None:
-        cur = self.current
-        return None if cur is None or cur[2] == 0 else cur[1] / cur[2]
-
-    def _close(self, cur: tuple[int, float, int], b: int, value: float) -> SeasonalForecast:
-        return self._extend([cur[1] / cur[2], *([None] * (b - cur[0] - 1))], (b, value, 1))
-
-    def _extend(self, closed: list[float | None], current: tuple[int, float, int]) -> SeasonalForecast:
-        assert self.first_bin is not None
-        bins = (*self.bins, *closed)
-        keep = self.config.days_kept * self.config.day_bins
-        first = self.first_bin
-        if len(bins) > keep:
-            first += len(bins) - keep
-            bins = bins[-keep:]
-        return replace(self, first_bin=first, bins=bins, current=current)
-
-    def _observe_batch(self, samples: list[tuple[float, float | None]]) -> SeasonalForecast:
-        """``observe`` over many samples with one tuple copy at the end."""
-        closed: list[float | None] = []
-        state = self
-        cur = self.current
-        for t, raw in samples:
-            if raw is None or not math.isfinite(raw) or raw < 0:
-                continue
-            b = self._bin(t)
-            value = raw / self._event_factor(t)
-            if cur is None:
-                if state.first_bin is None:
-                    state = replace(state, first_bin=b)
-                cur = (b, value, 1)
-            elif b == cur[0]:
-                cur = (b, cur[1] + value, cur[2] + 1)
-            elif b > cur[0]:
-                closed.extend([cur[1] / cur[2], *([None] * (b - cur[0] - 1))])
-                cur = (b, value, 1)
-        if cur is None:
-            return state
-        return state._extend(closed, cur)
+def _band(
+    residuals: Sequence[float | None], first_bin: int, target_bin: int, cfg: SeasonalConfig
+) -> float | None:
+    """The ``band_quantile`` of the residuals (``residuals[0]`` is bin ``first_bin``) within
+    ``band_halfwidth_bins`` of the target's time of day over the last ``band_days`` days."""
+    near = []
+    for d in range(1, cfg.band_days + 1):
+        centre = target_bin - d * cfg.day_bins - first_bin
+        for i in range(max(0, centre - cfg.band_halfwidth_bins), centre + cfg.band_halfwidth_bins + 1):
+            if i < len(residuals) and (r := residuals[i]) is not None:
+                near.append(r)
+    return _quantile(near, cfg.band_quantile) if len(near) >= cfg.min_band_samples else None
 
 
-def _slope(points: Sequence[tuple[int, float]]) -> float:
-    """Least-squares slope of ratio per bin (0 with fewer than three points)."""
-    if len(points) < 3:
-        return 0.0
-    mx = sum(x for x, _ in points) / len(points)
-    my = sum(y for _, y in points) / len(points)
-    sxx = sum((x - mx) ** 2 for x, _ in points)
-    return 0.0 if sxx == 0 else sum((x - mx) * (y - my) for x, y in points) / sxx
+def _log_error(actual: float | None, predicted: float | None) -> float | None:
+    """log(actual / predicted); None where either is missing or not positive (no ratio to score)."""
+    if actual is None or predicted is None or actual <= 0 or predicted <= 0:
+        return None
+    return math.log(actual / predicted)
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile, linearly interpolated between order statistics."""
+    ordered = sorted(values)
+    pos = q * (len(ordered) - 1)
+    low = math.floor(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)

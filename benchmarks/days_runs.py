@@ -1,0 +1,205 @@
+"""The policy runs of ``benchmarks days``: units of work, run in parallel processes, results as they land.
+
+Two weeks of a dozen policies do not fit in one process's evening on a shared 2-core machine, so
+the work is cut where the policies allow it and every finished piece is kept:
+
+* **Policies that do not learn** (the oracle, the no-foresight frontier, the baselines) run one
+  unit per day, each day from a warm fleet at the oracle's size for that day's first minutes (what
+  a fleet carried over from the day before would be, near enough): days are independent, so they
+  run in parallel and a run cut short still has whole days.
+* **fleetslo** runs days 8-14 as a chain of days in one process, as a controller restarted each
+  midnight would: each day starts with what the day before learned (``FleetSLOState.learned``,
+  the capacity model and request mix, resumed as the controller resumes them from the FleetSLO's
+  status) and its seasonal forecast bootstrapped from every earlier day, exactly as the controller
+  bootstraps it from Prometheus at start (per-minute token rate, the unit it observes live); the
+  fleet starts the day at the oracle's size. Day 8 starts from the prior with days 1-7 in the
+  forecast. Its chains are queued first.
+
+Each finished day appends one JSON line to ``<out>.units.jsonl`` (policy, day, attainment,
+replica-hours, requests, wall seconds) as soon as it is done, so a table can be printed from
+whatever has finished.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from fleetslo.policy.oracle import OraclePolicy
+from fleetslo.policy.registry import make_policy
+from fleetslo.sim import oracle
+from fleetslo.sim.longrun import DAY_S, simulate_stream
+from fleetslo.sim.result import JUDGE_WINDOW_S
+from fleetslo.sim.scenario import Scenario
+from fleetslo.sim.workload import Request, Trace
+
+from benchmarks import days_stream
+
+BASELINES = ("hpa-util", "hpa-running", "keda-waiting", "llmd-slo")
+FLEETSLO_VARIANTS = ("fleetslo", "fleetslo seasonal band", "fleetslo seasonal off")
+FRONTIERS = ("oracle", "no-foresight +10%")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What every unit needs (picklable: it crosses into the worker processes)."""
+
+    folder: Path
+    scenario: Scenario  # the sampled spec and profile; initial replicas set per unit
+    capacity: oracle.Capacity
+    m: int
+    days: tuple[int, ...]  # 0-based days to report (7..13 for days 8-14)
+
+
+@dataclass(frozen=True)
+class Unit:
+    policy: str
+    days: tuple[int, ...]  # one day, or the fleetslo stream's days
+
+
+def minute_counts(folder: Path, day: int) -> tuple[list[int], list[int], list[int]]:
+    """Per-minute arrivals, prompt tokens and output tokens of one cached day."""
+    n = int(DAY_S / JUDGE_WINDOW_S)
+    arrivals, prefill, output = [0] * n, [0] * n, [0] * n
+    times, prompts, outputs = days_stream.read_day(folder, day)
+    origin = day * DAY_S
+    for t, p, o in zip(times, prompts, outputs, strict=True):
+        k = min(n - 1, int((t - origin) // JUDGE_WINDOW_S))
+        arrivals[k] += 1
+        prefill[k] += p
+        output[k] += o
+    return arrivals, prefill, output
+
+
+def need(plan: Plan, days: Sequence[int]) -> list[int]:
+    """The oracle's per-minute need (as ``oracle.minute_need``) over ``days``, of the sampled fleet."""
+    cap, bounds = plan.capacity, plan.scenario.spec.replicas
+    out = []
+    for day in days:
+        for a, p, o in zip(*minute_counts(plan.folder, day), strict=True):
+            wanted = max(a / cap.requests_per_s, p / cap.prefill_tokens_per_s, o / cap.output_tokens_per_s)
+            out.append(max(bounds.min, min(bounds.max, math.ceil(wanted / JUDGE_WINDOW_S - 1e-9))))
+    return out
+
+
+def token_history(plan: Plan, before_day: int) -> list[tuple[float, float]]:
+    """What the metrics store holds at the start of ``before_day``: the per-minute token rate
+    (prompt + output per second) of every earlier day, times from the start of ``before_day``."""
+    out = []
+    for day in range(before_day):
+        _, prefill, output = minute_counts(plan.folder, day)
+        origin = (day - before_day) * DAY_S
+        out += [(origin + k * JUDGE_WINDOW_S, (p + o) / JUDGE_WINDOW_S) for k, (p, o) in
+                enumerate(zip(prefill, output, strict=True))]  # fmt: skip
+    return out
+
+
+class Foresight:
+    """Wraps the fleetslo policy: its seasonal forecast off, point-only, or banded (bootstrapped
+    from ``history``), resuming ``learned``; ``last_state`` is the state of its latest decision."""
+
+    def __init__(
+        self, inner: Any, *, mode: str, history: list[tuple[float, float]], learned: dict[str, Any] | None
+    ) -> None:
+        self.inner, self.mode, self.history, self.learned = inner, mode, history, learned
+        self.name, self.interval = inner.name, inner.interval
+        self.last_state: Any = None
+
+    def initial_state(self, spec: Any) -> Any:
+        state = self.inner.initial_state(spec)
+        if self.learned is not None:
+            state = state.resume(self.learned)
+        forecast = state.forecast
+        if self.mode == "off":
+            return replace(state, forecast=replace(forecast, seasonal=None))
+        forecast = forecast.bootstrapped(self.history)
+        return replace(state, forecast=replace(forecast, banded=self.mode == "band"))
+
+    def decide(self, obs: Any, state: Any, spec: Any, now: float) -> Any:
+        decision, self.last_state = self.inner.decide(obs, state, spec, now)
+        return decision, self.last_state
+
+
+def policy_for(plan: Plan, policy: str, day: int, need_: list[int], learned: dict[str, Any] | None) -> Any:
+    spec = plan.scenario.spec
+    if policy == "oracle":
+        return OraclePolicy(oracle.schedule_for(need_, spec.replicas.cold_start + OraclePolicy.interval,
+                                                spec.replicas.min))  # fmt: skip
+    if policy == "no-foresight +10%":
+        start = max(need_[:10])
+        return OraclePolicy(oracle.no_foresight_schedule(need_, 0.1, 5, start, spec.replicas.min))
+    if policy in FLEETSLO_VARIANTS:
+        mode = {"fleetslo": "point", "fleetslo seasonal band": "band"}.get(policy, "off")
+        history = token_history(plan, day) if mode != "off" else []
+        return Foresight(make_policy("fleetslo", spec), mode=mode, history=history, learned=learned)
+    return make_policy(policy, spec)
+
+
+def run_day(plan: Plan, policy: str, day: int, learned: dict[str, Any] | None) -> tuple[dict[str, Any], Any]:
+    """Simulate one day of ``policy``: its row and the policy object (whose state a chain carries)."""
+    started = time.perf_counter()
+    need_ = need(plan, (day,))
+    scenario = replace(plan.scenario, initial_replicas=max(need_[:10]), trace=Trace(()))
+    stream: Iterator[Request] = days_stream.replay(plan.folder, day, day + 1)
+    runner = policy_for(plan, policy, day, need_, learned)
+    result = simulate_stream(stream, runner, scenario.config())
+    figures = result.day(0)
+    row = {
+        "policy": policy, "day": day + 1, "window_attainment": figures["window_attainment"],
+        "request_attainment": figures["request_attainment"], "requests": figures["requests"],
+        "replica_hours": figures["replica_hours"] * plan.m, "wall_s": time.perf_counter() - started,
+    }  # fmt: skip
+    return row, runner
+
+
+def run_unit(plan: Plan, unit: Unit, out: Path) -> list[dict[str, Any]]:
+    """Simulate a unit's days in order, each day's row appended to ``out`` as soon as it is done;
+    a chain carries what each day learned into the next."""
+    rows, learned = [], None
+    for day in unit.days:
+        row, runner = run_day(plan, unit.policy, day, learned)
+        if isinstance(runner, Foresight) and runner.last_state is not None:
+            learned = runner.last_state.learned()
+        with out.open("a") as f:
+            f.write(json.dumps(row) + "\n")
+        rows.append(row)
+    return rows
+
+
+def units(plan: Plan, policies: Sequence[str]) -> list[Unit]:
+    """fleetslo's streams first (the longest), then the one-day units, day by day."""
+    out = [Unit(p, plan.days) for p in policies if p in FLEETSLO_VARIANTS]
+    out += [Unit(p, (d,)) for d in plan.days for p in policies if p not in FLEETSLO_VARIANTS]
+    return out
+
+
+def run_all(
+    plan: Plan, policies: Sequence[str], out: Path, workers: int, log: Callable[[str], None] = print
+) -> list[dict[str, Any]]:
+    """Every unit, ``workers`` at a time (each writes its rows to ``out`` as its days finish)."""
+    todo = units(plan, policies)
+    done_rows: list[dict[str, Any]] = []
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(run_unit, plan, u, out): u for u in todo}
+        for future in as_completed(futures):
+            unit = futures[future]
+            rows = future.result()
+            done_rows += rows
+            span = f"{unit.days[0] + 1}" + (f"-{unit.days[-1] + 1}" if len(unit.days) > 1 else "")
+            requests = sum(r["requests"] for r in rows)
+            wall = sum(r["wall_s"] for r in rows)
+            log(f"  {unit.policy} day {span}: {requests:,} requests, {wall:.0f} s ({len(done_rows)} rows)")
+    return done_rows
+
+
+def read_rows(out: Path) -> list[dict[str, Any]]:
+    """The rows finished so far (a run cut short, or one still going)."""
+    if not out.exists():
+        return []
+    return [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
