@@ -12,10 +12,11 @@ length distributions) rate-scaled so its busiest 10 minutes need 60 replicas of
 * **The quick run** (default, ``DAYS_RUN=quick``): day 8; **the two-week run** (``DAYS_RUN=full``):
   days 8-14 (``days_runs`` says how the work is cut): fleetslo (its default, the seasonal point
   forecast; with the forecast's band; forecast off: what foresight buys over the capacity model
-  alone), its forecast bootstrapped as the controller bootstraps it from Prometheus, the oracle (per-minute need at calibrated
-  capacity, scheduled a cold start ahead; no repair rounds), the no-foresight frontier (the same
-  need, known as each minute ends, +10 %) and every baseline; per day, with the seasonal forecast's
-  error one cold start ahead on the simulated stream (one-minute rates) beside persistence's.
+  alone), its forecast bootstrapped as the controller bootstraps it from Prometheus, the oracle
+  (per-minute need at calibrated capacity, scheduled a cold start ahead; no repair rounds), the
+  no-foresight frontier (the same need, known as each minute ends, +10 %) and every baseline; per
+  day, with the seasonal forecast's error one cold start ahead on the simulated stream (one-minute
+  rates) beside persistence's.
 
 Fleets are simulated with representative replicas (``fleetslo.sim.sampled``, one in ``DAYS_SAMPLE``,
 default 8): a fleet of 60 runs as 8. Replica-hours are scaled back; ``benchmarks sim`` measures

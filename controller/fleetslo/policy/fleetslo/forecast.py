@@ -16,7 +16,8 @@ the policy already multiplies the sized load by its measured load margin (``cali
 the load one cold start later exceeded what was sized for), so a band on top counts the same misses
 twice (over the two-week ServeGen run: +0.002 attainment for +9.8 % replica-hours). The reactive
 trend stays the safety net for what the profile did not foresee. ``seasonal=None`` turns foresight
-off (the trend alone, as before); ``bootstrapped`` fills it from a metrics store (samples in the unit observed live: tokens/s).
+off (the trend alone, as before); ``bootstrapped`` fills it from a metrics store (samples in the
+unit observed live: tokens/s).
 
 Pure value type; ``update`` returns a new forecaster.
 """
