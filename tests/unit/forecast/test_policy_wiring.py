@@ -41,3 +41,26 @@ def test_without_history_the_reactive_trend_decides() -> None:
         forecast = forecast.update(t, 10.0, keep_s=600)
     assert forecast.seasonal_ahead(300.0) is None
     assert forecast.ahead(300.0, 10.0, -1.0, damping=0.5, max_growth=1.5) == pytest.approx(10.0)
+
+
+def test_a_known_event_lifts_the_forecast_before_the_seasonal_part_has_a_day_of_history() -> None:
+    """Reproduces a gap: the spec's events reached only the seasonal forecast, which says nothing
+    before a day of history, so a new target's known launch had no effect."""
+    from fleetslo.policy.forecast import KnownEvent
+
+    launch = 3_600.0
+    base = RateForecast()
+    seasonal = base.seasonal
+    assert seasonal is not None
+    told = replace(base, seasonal=seasonal.with_events([KnownEvent(launch, launch + 7_200.0, 2.5)]))
+    for t in (launch - 420.0, launch - 360.0, launch - 300.0):
+        told = told.update(t, 10.0, keep_s=600)
+        base = base.update(t, 10.0, keep_s=600)
+    assert told.seasonal_ahead(300.0) is None  # no history: the seasonal forecast itself is silent
+    assert told.ahead(300.0, 10.0, -1.0, damping=0.5, max_growth=1.5) == pytest.approx(25.0)
+    assert base.ahead(300.0, 10.0, -1.0, damping=0.5, max_growth=1.5) == pytest.approx(10.0)
+    # Inside the event the observed rate already carries it: no second lift; nor a drop at its end.
+    inside = told.update(launch + 600.0, 25.0, keep_s=600)
+    assert inside.ahead(300.0, 25.0, launch, damping=0.5, max_growth=1.5) == pytest.approx(25.0)
+    ending = told.update(launch + 7_000.0, 25.0, keep_s=600)
+    assert ending.event_lift(600.0) == 1.0

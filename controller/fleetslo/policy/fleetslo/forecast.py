@@ -100,4 +100,14 @@ class RateForecast:
         rising = current + max(0.0, self.slope(trend_since, confidence)) * horizon_s * damping
         reactive = min(rising, current * max_growth) if current > 0 else rising
         foreseen = self.seasonal_ahead(horizon_s)
-        return reactive if foreseen is None else max(reactive, foreseen)
+        return reactive * self.event_lift(horizon_s) if foreseen is None else max(reactive, foreseen)
+
+    def event_lift(self, horizon_s: float) -> float:
+        """How much a known event (the spec's launch at 18:00) lifts the rate ``horizon_s`` ahead over
+        now's, never below 1: what the reactive path multiplies by while the seasonal forecast has
+        too little history to forecast at all (an event is known from the spec, not learned). An
+        event's end lowers nothing here: giving capacity back follows what is observed."""
+        if self.seasonal is None or not self.samples:
+            return 1.0
+        now = self.samples[-1][0]
+        return max(1.0, self.seasonal.event_factor(now + horizon_s) / self.seasonal.event_factor(now))

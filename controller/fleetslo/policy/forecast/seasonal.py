@@ -180,9 +180,7 @@ class SeasonalForecast:
     def observe_many(self, samples: Iterable[tuple[float, float | None]]) -> SeasonalForecast:
         """Fold samples in, in time order (one tuple copy for the lot)."""
         clean = [
-            (t, v / self._event_factor(t))
-            for t, v in samples
-            if v is not None and math.isfinite(v) and v >= 0
+            (t, v / self.event_factor(t)) for t, v in samples if v is not None and math.isfinite(v) and v >= 0
         ]
         if not clean:
             return self
@@ -220,7 +218,7 @@ class SeasonalForecast:
             horizon_s=horizon_s, bin_s=cfg.bin_s, current=current, reversion=self._reversion(),
         )  # fmt: skip
         combined = self._combine(found)
-        return None if combined is None else combined * self._event_factor(target)
+        return None if combined is None else combined * self.event_factor(target)
 
     def upper(self, now: float, horizon_s: float) -> float | None:
         """The ``band_quantile`` of the value at ``now + horizon_s`` (None without enough residuals)."""
@@ -346,7 +344,9 @@ class SeasonalForecast:
             return self.history
         return BinnedHistory(self.config.bin_s, self.config.days_kept * self.config.day_bins)
 
-    def _event_factor(self, t: float) -> float:
+    def event_factor(self, t: float) -> float:
+        """The product of the known events' factors at ``t`` (1 outside every event); known from
+        the spec, so it applies from the first minute, before any history."""
         factor = 1.0
         for e in self.events:
             if e.start <= t < e.end:
