@@ -147,3 +147,16 @@ def test_results_json_keeps_the_demo_keys_of_an_interrupted_run(tmp_path: Path) 
     assert len(saved["baseline"]["baselines_tried"]) == 1 + len(outcome.BASELINES)
     assert "interrupted" not in saved["simulated"] and "host" not in saved["simulated"]
     assert (paths.report).read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_the_demo_judges_the_policy_the_printed_replay_command_runs() -> None:
+    """Reproduces a defect: the demo's controller and its simulated side started fleetslo's capacity
+    model from the conservative prior, while the ``fleetslo simulate --profile …`` it printed (and
+    ``fleetslo run`` with ``spec.profile``) start it from the profile: the replay was another run."""
+    from fleetslo.sim.compare import SimulateOptions, make_named_policy
+
+    sc = scenario()
+    demo = outcome.fleetslo_policy(sc).initial_state(sc.spec)
+    cli = make_named_policy("fleetslo", sc, SimulateOptions()).initial_state(sc.spec)
+    assert demo.model.prior == cli.model.prior
+    assert "engine profile" in demo.model.describe()

@@ -3,7 +3,8 @@
 Wiring only, with the production parts unchanged: ``DirectSource`` scrapes each replica's sidecar
 ``/vllm/metrics``, ``GateActuator`` sets the batch limit and drains through each gate's admin API,
 ``LocalFleet`` starts and stops replicas, ``make_fleet`` orders them (limit first, drain before a
-scale-down), and ``Controller`` reconciles with the ``fleetslo`` policy from the registry. The only
+scale-down), and ``Controller`` reconciles with the ``fleetslo`` policy it is given (the one the
+simulated side replays, ``outcome.fleetslo_policy``). The only
 difference from ``fleetslo run`` is the clock: the thread ticks every ``policy.interval`` simulated
 seconds and hands the controller that nominal time, so the policy's intervals, windows and cooldowns
 all run ``speedup`` times faster, exactly as the simulated fleet's do.
@@ -19,6 +20,7 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 
@@ -31,7 +33,7 @@ from fleetslo.control.loop import Binding, Controller
 from fleetslo.control.service import Actuators, make_fleet
 from fleetslo.control.sources.direct import DirectSource
 from fleetslo.core.spec import BatchActuator, FleetSLO
-from fleetslo.policy.registry import make_policy
+from fleetslo.policy.base import Policy
 from fleetslo.sim.demo.lag import CONTROLLER, LagMeter
 from fleetslo.sim.runner import FleetSample, ScaleEvent
 from fleetslo.sim.server.clock import SpeedClock
@@ -61,6 +63,7 @@ class ControlLoop:
     def __init__(
         self,
         slo: FleetSLO,
+        policy: Policy[Any],
         fleet: LocalFleet,
         token: str,
         clock: SpeedClock,
@@ -72,7 +75,6 @@ class ControlLoop:
         self.slo, self.fleet, self.clock, self.token = slo, fleet, clock, token
         self.lag = lag or LagMeter()
         self.router_waiting = router_waiting
-        policy = make_policy("fleetslo", slo.spec)
         self.interval = policy.interval
         self.source = DirectSource(
             fleet, url=fleet.sidecar_url, interval=self.interval, timeout=2.0, gpu_utilization=False

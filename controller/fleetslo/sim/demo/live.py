@@ -156,6 +156,7 @@ class Demo:
         self.clock.origin = time.monotonic()  # simulated time 0: the trace starts now
         self.control = ControlLoop(
             fleet_slo(self.scenario.spec),
+            outcome.fleetslo_policy(self.scenario),
             self.fleet,
             self.token,
             self.clock,

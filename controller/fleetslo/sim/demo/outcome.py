@@ -23,6 +23,7 @@ from typing import Any
 from fleetslo.policy.base import Policy
 from fleetslo.policy.baselines import StaticPolicy
 from fleetslo.policy.registry import make_policy
+from fleetslo.sim.compare import SimulateOptions, make_named_policy
 from fleetslo.sim.demo.lag import Behind
 from fleetslo.sim.demo.scenario import DemoOptions, average_sized
 from fleetslo.sim.records import SimRequest
@@ -122,10 +123,18 @@ def live_result(record: LiveRecord, scenario: Scenario, options: DemoOptions) ->
 
 def simulated_results(scenario: Scenario, options: DemoOptions) -> tuple[SimResult, SimResult]:
     """The scenario replayed in the simulator: ``fleetslo``, and the best baseline (``best_baseline``)."""
-    fleetslo = run_policy(scenario, make_policy("fleetslo", scenario.spec), label=SIMULATED)
+    fleetslo = run_policy(scenario, fleetslo_policy(scenario), label=SIMULATED)
     return _with_settings(fleetslo, scenario, options), _with_settings(
         best_baseline(scenario), scenario, options
     )
+
+
+def fleetslo_policy(scenario: Scenario) -> Policy[Any]:
+    """The ``fleetslo`` policy as the printed ``fleetslo simulate --profile …`` command makes it (and
+    ``fleetslo run`` with ``spec.profile``): its capacity model starts from the demo's engine
+    profile, not from the conservative prior. The live controller and both replays use this one,
+    or the replay the demo prints would not be the run it judged."""
+    return make_named_policy("fleetslo", scenario, SimulateOptions())
 
 
 def best_baseline(scenario: Scenario) -> SimResult:
