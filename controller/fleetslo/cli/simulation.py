@@ -72,7 +72,6 @@ def _run_simulate(args: argparse.Namespace) -> int:
 
     from fleetslo.core.config import parse_duration
     from fleetslo.sim import compare
-    from fleetslo.sim.profile import builtin_profile, profile_from_mapping
     from fleetslo.sim.records import quiet_gc
     from fleetslo.sim.traces import load_trace
 
@@ -82,11 +81,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise ConfigError(f"--{flag}: {exc}") from None
 
-    is_file = args.profile.endswith((".yaml", ".yml")) or Path(args.profile).is_file()
-    profile = (
-        profile_from_mapping(read_yaml_file(args.profile), args.profile) if is_file
-        else builtin_profile(args.profile)
-    )  # fmt: skip
+    profile = load_profile(args.profile)
     options = compare.SimulateOptions(
         policies=compare.parse_policies(args.compare or args.policy),
         ttft_s=seconds("slo-ttft", args.slo_ttft) or 0.0, tpot_s=seconds("slo-tpot", args.slo_tpot) or 0.0,
