@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from fleetslo.policy.base import Carried, LoadSample
 from fleetslo.policy.oracle import OraclePolicy
 from fleetslo.policy.registry import make_policy
 from fleetslo.sim import oracle
@@ -112,14 +113,14 @@ class Foresight:
         self.last_state: Any = None
 
     def initial_state(self, spec: Any) -> Any:
+        # What a restarted controller does (control.state.Restorer → policy.restore): resume the
+        # learned record and bootstrap the seasonal forecast from the load history (tokens/s).
         state = self.inner.initial_state(spec)
-        if self.learned is not None:
-            state = state.resume(self.learned)
-        forecast = state.forecast
         if self.mode == "off":
-            return replace(state, forecast=replace(forecast, seasonal=None))
-        forecast = forecast.bootstrapped(self.history)
-        return replace(state, forecast=replace(forecast, banded=self.mode == "band"))
+            state = replace(state, forecast=replace(state.forecast, seasonal=None))
+        history = [LoadSample(t, None, tokens) for t, tokens in self.history]
+        state, _ = self.inner.restore(state, spec, Carried(self.learned, history))
+        return replace(state, forecast=replace(state.forecast, banded=self.mode == "band"))
 
     def decide(self, obs: Any, state: Any, spec: Any, now: float) -> Any:
         decision, self.last_state = self.inner.decide(obs, state, spec, now)

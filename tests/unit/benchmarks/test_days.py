@@ -90,3 +90,30 @@ def test_every_forecaster_is_scored_on_the_same_windows() -> None:
     # a forecaster silent on a scored window is charged 100 % there, not excused
     silent = days_forecast.mape_per_day(rates, lambda k: None if k == 7 * day + 20 else 10.0, range(7, 8))
     assert silent.per_day[0] == pytest.approx(100 / (day - 2))
+
+
+@pytest.mark.parametrize("mode", ["point", "band", "off"])
+def test_each_day_of_the_chain_starts_fleetslo_as_a_restarted_controller_does(mode: str) -> None:
+    """The learned model resumed, the seasonal forecast bootstrapped from the history (not in
+    ``off``), and the band only in ``band`` mode."""
+    from dataclasses import replace
+
+    from fleetslo.policy.fleetslo.learning import PerformanceModel
+    from fleetslo.policy.registry import make_policy
+    from fleetslo.sim.profile import builtin_profile
+    from fleetslo.sim.scenario import make_spec
+
+    spec = make_spec(builtin_profile("mi325x-qwen3-235b-fp8-tp4"), ttft_s=2.0, tpot_s=0.05)
+    inner = make_policy("fleetslo", spec)
+    base = inner.initial_state(spec)
+    model = PerformanceModel(prior=base.model.prior, ln_speed=0.25, windows=7)
+    learned = replace(base, model=model).learned()
+    history = [(k * 300.0, 1000.0 + 10 * k) for k in range(2 * 288)]
+    wrapped = days_runs.Foresight(inner, mode=mode, history=history if mode != "off" else [], learned=learned)
+    state = wrapped.initial_state(spec)
+    assert state.model.windows == 7 and state.model.ln_speed == pytest.approx(0.25)  # resumed
+    assert state.forecast.banded == (mode == "band")
+    if mode == "off":
+        assert state.forecast.seasonal is None
+    else:
+        assert state.forecast.seasonal is not None and state.forecast.seasonal.ready()
