@@ -9,7 +9,10 @@ Two things the sizing relies on can be checked one horizon later against what th
   next window's observed p90s: the model's error where the fleet really operates (bursty
   arrivals, a mix changing faster than the fit follows), in windows the fit never learns from.
 
-Each keeps the most recent ratios observed/predicted. The sizing uses an upper quantile of them
+Each keeps the most recent ratios observed/predicted. A load miss that was a *level shift* — the
+traffic stepped up and stayed — is forgotten once the fleet has caught up with it (``LoadChecks``):
+it taught the sizing the new level, and keeping its ratio would size every later minute for a
+second step of the same height on top of the first. The sizing uses an upper quantile of them
 (``upper``): the load is multiplied by the load ratio's, and the targets are divided by the p90
 ratios', so a model that was optimistic by 15 % in one window in ten sizes for 15 % less latency.
 Until enough ratios exist the configured prior stands in for them (shrinkage: the prior counts as
@@ -23,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 #: p90 ratios kept: about 30 minutes of 15-second decisions, long enough for an upper quantile
 #: to be more than the one worst window, short enough to follow a change of regime.
@@ -72,10 +75,88 @@ class ErrorRatios:
 
 
 @dataclass(frozen=True, slots=True)
+class LoadCheck:
+    """One sized load checked one horizon later (tokens/s)."""
+
+    made: float
+    checked: float
+    sized: float
+    arrived: float
+
+    @property
+    def ratio(self) -> float:
+        return self.arrived / self.sized
+
+
+@dataclass(frozen=True, slots=True)
+class LoadChecks:
+    """The sized loads waiting for their outcome, the recent checks, and the latest arrivals.
+
+    A miss (``arrived > sized``) counts until it is *caught up*: a load sized after its outcome
+    was known proved enough (ratio ≤ 1), and the traffic still sits at the level the miss
+    revealed (the latest arrivals nearer the arrived level than the sized one, geometrically).
+    Then the miss was a level shift the sizing has absorbed. Nothing here is a tuned threshold;
+    each test compares the fleet's own numbers:
+
+    * a **step** that stays is absorbed one horizon after it, once the first loads sized at the
+      new level are checked and found enough;
+    * a **burst** that went away is not at its level any more: its miss keeps counting, the
+      evidence that the traffic swings that far;
+    * a **ramp** keeps missing after every re-sizing (no later check is ≤ 1): its misses count.
+    """
+
+    #: (due, sized, made), oldest first.
+    pending: tuple[tuple[float, float, float], ...] = ()
+    checks: tuple[LoadCheck, ...] = ()
+    #: Ratios resumed from a record (their times are unknown; they count until they age out).
+    resumed: tuple[float, ...] = ()
+    latest: float | None = None
+
+    def predicted(self, due: float, value: float | None, *, made: float | None = None) -> LoadChecks:
+        if value is None or not (value > 0 and math.isfinite(value)):
+            return self
+        entry = (due, value, due if made is None else made)
+        return replace(self, pending=(*self.pending, entry))
+
+    def observed(self, now: float, value: float | None, *, keep: int = KEEP) -> LoadChecks:
+        """Check every sized load due by ``now`` against the arrived ``value``."""
+        ok = value is not None and value > 0 and math.isfinite(value)
+        latest = value if ok else self.latest
+        due = [p for p in self.pending if p[0] <= now]
+        if not due:
+            return replace(self, latest=latest)
+        pending = tuple(p for p in self.pending if p[0] > now)
+        if not ok or value is None:
+            return replace(self, pending=pending, latest=latest)
+        checks = (*self.checks, *(LoadCheck(made, now, sized, value) for _, sized, made in due))
+        resumed = self.resumed[max(0, len(self.resumed) + len(checks) - keep) :]
+        return LoadChecks(pending, checks[-keep:], resumed, latest)
+
+    @property
+    def ratios(self) -> tuple[float, ...]:
+        """The ratios that count: resumed ones, and every check not caught up."""
+        # A miss is caught up when some load sized after its outcome (made at or after its check)
+        # proved enough: the latest such sizing decides for all of them at once.
+        enough = [c.made for c in self.checks if c.ratio <= 1]
+        proven = max(enough) if enough else None
+        return (*self.resumed, *(c.ratio for c in self.checks if not self._caught_up(c, proven)))
+
+    def _caught_up(self, miss: LoadCheck, proven: float | None) -> bool:
+        if miss.ratio <= 1 or self.latest is None or proven is None:
+            return False
+        if self.latest < math.sqrt(miss.arrived * miss.sized):
+            return False  # the traffic left the level the miss showed: a swing, not a shift
+        return proven >= miss.checked
+
+    def upper(self, q: float, prior: float, prior_weight: float) -> float:
+        return ErrorRatios(ratios=self.ratios).upper(q, prior, prior_weight)
+
+
+@dataclass(frozen=True, slots=True)
 class Calibration:
     """The load ratio and the two p90 ratios (see the module docstring)."""
 
-    load: ErrorRatios = ErrorRatios()
+    load: LoadChecks = LoadChecks()
     ttft: ErrorRatios = ErrorRatios()
     tpot: ErrorRatios = ErrorRatios()
 
@@ -93,9 +174,9 @@ class Calibration:
         """(load ×, TTFT ÷, TPOT ÷) the sizing applies: the p90 ratios never below 1 (the model's
         own prediction is the least the fleet is sized for) nor above ``MAX_LATENCY_RATIO``.
 
-        A step in the traffic (forecasts missing 3x for a few minutes) stays in the load ratios for
-        ``LOAD_KEEP_HORIZONS`` cold starts: long enough to keep the fleet it bought while the new
-        level settles, short enough that the fleet then converges to what the level needs.
+        A step in the traffic (forecasts missing 3x for a few minutes) counts until the loads sized
+        at the new level prove enough while it holds (``LoadChecks``), one horizon after the step;
+        a swing counts for ``LOAD_KEEP_HORIZONS`` cold starts, the memory of the load ratios.
         """
 
         def latency(ratios: ErrorRatios) -> float:
@@ -124,10 +205,14 @@ class Calibration:
     def from_dict(cls, data: Mapping[str, Sequence[float]]) -> Calibration:
         """The ratios ``to_dict`` wrote; a ratio that is not a positive finite number is refused."""
 
-        def ratios(name: str) -> ErrorRatios:
+        def ratios(name: str) -> tuple[float, ...]:
             values = tuple(float(v) for v in data.get(name, ()))
             if not all(v > 0 and math.isfinite(v) for v in values):
                 raise ValueError(f"calibration.{name}: every ratio must be a positive finite number")
-            return ErrorRatios((), values[-KEEP:])
+            return values[-KEEP:]
 
-        return cls(ratios("load"), ratios("ttft"), ratios("tpot"))
+        return cls(
+            LoadChecks(resumed=ratios("load")),
+            ErrorRatios((), ratios("ttft")),
+            ErrorRatios((), ratios("tpot")),
+        )

@@ -106,7 +106,7 @@ class FleetSLOPolicy:
         state = self._learn(obs, state, spec, now)
         plan = self._plan(obs, state, spec)
         horizon = spec.replicas.cold_start + self.config.interval
-        load = state.calibration.load.predicted(now + horizon, plan.tokens)
+        load = state.calibration.load.predicted(now + horizon, plan.tokens, made=now)
         state = replace(state, calibration=replace(state.calibration, load=load))
         step, chain = run_chain(
             Step(plan.replicas, plan.reason, plan.message), current, state.chain, self.config.behavior,

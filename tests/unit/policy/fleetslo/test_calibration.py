@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 from fleetslo.core.spec import FleetSLOSpec
-from fleetslo.policy.fleetslo.calibration import MAX_LATENCY_RATIO, Calibration, ErrorRatios
+from fleetslo.policy.fleetslo.calibration import MAX_LATENCY_RATIO, Calibration, ErrorRatios, LoadChecks
 from fleetslo.policy.fleetslo.policy import FleetSLOPolicy
 
 
@@ -64,11 +64,11 @@ def test_a_model_check_records_both_p90_ratios_and_leaves_the_load_alone() -> No
     checked = Calibration().model_checked(0.5, 0.040, 0.6, 0.050)
     assert checked.ttft.ratios == (pytest.approx(1.2),)
     assert checked.tpot.ratios == (pytest.approx(1.25),)
-    assert checked.load == ErrorRatios()
+    assert checked.load == LoadChecks()
 
 
 def _measured() -> Calibration:
-    calibration = Calibration(load=ErrorRatios((), (1.1, 1.25, 0.9)))
+    calibration = Calibration(load=LoadChecks(resumed=(1.1, 1.25, 0.9)))
     for ratio in (1.1, 1.25, 0.9):
         calibration = calibration.model_checked(0.1, 0.02, 0.1 * ratio, 0.02 * ratio)
     return calibration
