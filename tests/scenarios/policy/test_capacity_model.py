@@ -7,7 +7,7 @@ start; prefill-heavy traffic meets at least 98 % of its windows (the margins mea
 0.983 in the last run, 0.932 with the old fixed headroom) and costs at most the no-foresight
 frontier's replica-hours (+10 %) at that attainment; after a step the targets hold again within a
 cold start + 5 minutes, and the fleet gives back what the step bought: over the step's last
-quarter hour it runs at most 2.5x the oracle's size (2.1x in the last run; it stayed at the
+quarter hour it runs at most 2.5x the oracle's size (about 2x in the last run; it stayed at the
 maximum, 4.4x, before the load margin forgot the step's misses). Not asserted, because it is not
 met (see the benchmark's verdicts): that 15 minutes after a step the fleet is within 15 % of the
 oracle's size.
