@@ -44,9 +44,6 @@ _DRIFT_VAR = 4e-4
 #: not rewrite the engine in one step.
 _MAX_INNOVATION = 0.5
 _DELTA = 0.02
-#: A load the model calls saturated but the fleet served is put at this work share by the
-#: correction: just under saturation, where the model's TPOT is steep (the next window refines it).
-_SATURATED_SHARE = 0.95
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,15 +117,8 @@ class PerformanceModel:
         base = f(a, b)
         if not math.isfinite(base):
             # The model calls this load saturated while the fleet serves it with a finite TPOT:
-            # the engine is at least fast enough to carry it. Step costs scale the work share
-            # ``w`` in proportion, so the least correction the window proves is the speed that
-            # puts this load just under saturation (at most a halving per window). An overloaded
-            # fleet serving at its capacity proves no more than that: halving outright there
-            # taught a 2x-too-fast engine from one window of a step.
-            cost = self.prior.scaled(math.exp(a))
-            w = predict(cost, rate, mix, limit, q, interference=math.exp(b)).utilization
-            shrink = max(math.log(0.5), math.log(_SATURATED_SHARE / w)) if w > _SATURATED_SHARE else 0.0
-            return replace(self, ln_speed=_bounded(a + shrink, _LN_SPEED))
+            # the engine is faster than the prior says. Halve the costs until the load is not.
+            return replace(self, ln_speed=_bounded(a - math.log(2), _LN_SPEED))
         ja, jb = (f(a + _DELTA, b) - base) / _DELTA, (f(a, b + _DELTA) - base) / _DELTA
         if not all(math.isfinite(v) for v in (base, ja, jb)):
             return self  # saturated or limited: this window says nothing about the free engine

@@ -146,22 +146,3 @@ def test_the_config_refuses_values_that_break_the_policy() -> None:
         FleetSLOConfig(breach_band=0.9)
     with pytest.raises(ValueError, match="step_cost must be a StepCost"):
         FleetSLOConfig(step_cost="fast")  # type: ignore[arg-type]
-
-
-def test_a_window_the_model_calls_saturated_corrects_the_speed_to_just_carry_it_not_to_half() -> None:
-    """Reproduces the 3x step: 14 ready replicas served 6.7 requests/s each while 81 started. The
-    model, a little slow, called that saturated and halved the engine's step costs, so the next
-    windows' p90 TPOT read 3.5x the prediction (80 against 23 ms) and the TPOT margin hit its cap."""
-    slow = PerformanceModel(MI325X.scaled(1.3))
-    rate = 10.0  # past saturation for the slow model (w 1.12), inside it for the true engine (0.86)
-    assert predict(slow.prior, rate, CHAT, None).utilization > 1
-    learned = slow.learn(rate, CHAT, None, None, 0.080)
-    w = predict(learned.prior.scaled(learned.speed), rate, CHAT, None).utilization
-    assert w == pytest.approx(0.95, rel=1e-6)  # just under saturation: the least the window proves
-    assert learned.speed == pytest.approx(0.95 / 1.12, rel=0.01)  # was halved: 0.5
-
-
-def test_a_window_the_batch_limit_capped_teaches_no_speed() -> None:
-    model = PerformanceModel(MI325X)
-    learned = model.learn(1.0, CHAT, 4, None, 0.080)
-    assert learned.ln_speed == model.ln_speed
