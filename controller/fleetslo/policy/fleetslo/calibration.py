@@ -112,11 +112,11 @@ class LoadChecks:
     resumed: tuple[float, ...] = ()
     latest: float | None = None
 
-    def predicted(self, due: float, value: float | None, *, made: float | None = None) -> LoadChecks:
+    def predicted(self, due: float, value: float | None, *, made: float) -> LoadChecks:
+        """Remember a load of ``value`` tokens/s sized at ``made``, to be checked at ``due``."""
         if value is None or not (value > 0 and math.isfinite(value)):
             return self
-        entry = (due, value, due if made is None else made)
-        return replace(self, pending=(*self.pending, entry))
+        return replace(self, pending=(*self.pending, (due, value, made)))
 
     def observed(self, now: float, value: float | None, *, keep: int = KEEP) -> LoadChecks:
         """Check every sized load due by ``now`` against the arrived ``value``."""
