@@ -14,7 +14,7 @@ Auditing never fails a tick: an Event the API refuses is logged and dropped.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -132,6 +132,44 @@ class Auditor:
             self.events.event(target, reason, message, warning=warning)
         except FleetSLOError as exc:
             log.warning("could not record event %s on %s: %s", reason, target.name, exc)
+
+
+class RecordingAuditor(Auditor):
+    """The usual audit (log line, metrics, span; no Events), and every reconcile handed on.
+
+    ``on_decided`` gets each audited decision, ``on_failed`` (when given) the stage and error of
+    each failed reconcile: how the simulator and the demo turn the controller's reconciles into
+    their records.
+    """
+
+    def __init__(
+        self,
+        metrics: ControllerMetrics,
+        on_decided: Callable[[Reconcile], None],
+        on_failed: Callable[[str, BaseException], None] | None = None,
+        *,
+        decision_log: logging.Logger = log,
+    ) -> None:
+        super().__init__(metrics, events=None, decision_log=decision_log)
+        self.on_decided, self.on_failed = on_decided, on_failed
+
+    def decided(self, r: Reconcile, span: Span | None = None) -> None:
+        super().decided(r, span)
+        self.on_decided(r)
+
+    def failed(
+        self,
+        name: str,
+        target: Target,
+        stage: str,
+        exc: BaseException,
+        *,
+        retry_in: float,
+        span: Span | None = None,
+    ) -> None:
+        super().failed(name, target, stage, exc, retry_in=retry_in, span=span)
+        if self.on_failed is not None:
+            self.on_failed(stage, exc)
 
 
 def decision_fields(r: Reconcile) -> dict[str, Any]:

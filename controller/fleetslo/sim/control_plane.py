@@ -37,10 +37,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from opentelemetry.trace import Span
-
 from fleetslo.control.actuators.fleet import FleetActuator
-from fleetslo.control.audit import Auditor, Reconcile
+from fleetslo.control.audit import Reconcile, RecordingAuditor
 from fleetslo.control.instruments import ControllerMetrics
 from fleetslo.control.leader import AlwaysLeader
 from fleetslo.control.loop import Binding, Controller
@@ -217,36 +215,6 @@ class ReplayFailed(RuntimeError):
     """
 
 
-class _RecordingAuditor(Auditor):
-    """The production audit (metrics, log line, span), and every reconcile handed on."""
-
-    def __init__(
-        self,
-        metrics: ControllerMetrics,
-        on_decided: Callable[[Reconcile], None],
-        on_failed: Callable[[str, BaseException], None],
-    ) -> None:
-        super().__init__(metrics, events=None, decision_log=AUDIT_LOG)
-        self.on_decided, self.on_failed = on_decided, on_failed
-
-    def decided(self, r: Reconcile, span: Span | None = None) -> None:
-        super().decided(r, span)
-        self.on_decided(r)
-
-    def failed(
-        self,
-        name: str,
-        target: Target,
-        stage: str,
-        exc: BaseException,
-        *,
-        retry_in: float,
-        span: Span | None = None,
-    ) -> None:
-        super().failed(name, target, stage, exc, retry_in=retry_in, span=span)
-        self.on_failed(stage, exc)
-
-
 def sim_fleetslo(spec: FleetSLOSpec) -> FleetSLO:
     """The FleetSLO resource of a simulated target (named after its workload)."""
     metadata = Metadata(name=spec.target.name)
@@ -296,7 +264,7 @@ class ControlPlane:
             source = wrap_source(source)
         self.controller = Controller(
             [Binding(self.slo, policy, source, self._actuator())],
-            _RecordingAuditor(self.metrics, self._record, self._failed),
+            RecordingAuditor(self.metrics, self._record, self._failed, decision_log=AUDIT_LOG),
             leader=AlwaysLeader(),
         )
 

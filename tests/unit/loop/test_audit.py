@@ -8,7 +8,7 @@ import logging
 
 import pytest
 from fleetslo.control.actuators.fleet import FleetOutcome, FleetState
-from fleetslo.control.audit import Auditor, Reconcile
+from fleetslo.control.audit import Auditor, Reconcile, RecordingAuditor
 from fleetslo.control.instruments import ControllerMetrics
 from fleetslo.control.ports import ActuationResult, ScaleState
 from fleetslo.core.errors import ApiUnavailable, Forbidden
@@ -107,6 +107,29 @@ def test_an_event_the_api_refuses_never_fails_the_tick(
 
     events.event = refuse  # type: ignore[method-assign]
     audit.decided(reconcile(FleetOutcome(ActuationResult(True, "scaled"))))
+
+
+def test_a_recording_auditor_audits_and_hands_each_reconcile_on(caplog: pytest.LogCaptureFixture) -> None:
+    decided: list[Reconcile] = []
+    failed: list[tuple[str, BaseException]] = []
+    quiet = logging.getLogger("tests.audit.quiet")
+
+    def on_failed(stage: str, exc: BaseException) -> None:
+        failed.append((stage, exc))
+
+    audit = RecordingAuditor(ControllerMetrics(), decided.append, on_failed, decision_log=quiet)
+    r, exc = reconcile(FleetOutcome(ActuationResult(True, "scaled"))), ApiUnavailable("timeout")
+    with caplog.at_level(logging.INFO):
+        audit.decided(r)
+        audit.failed("qwen", TARGET, "read", exc, retry_in=2)
+    assert decided == [r] and failed == [("read", exc)]
+    lines = [rec.name for rec in caplog.records if rec.getMessage().startswith("qwen: ScaleUp")]
+    assert lines == [quiet.name]
+    get = audit.metrics.registry.get_sample_value
+    assert get("fleetslo_controller_decisions_total", {"target": "qwen", "reason": "ScaleUpSLOBreach"}) == 1
+    # Without ``on_failed`` a failure is only audited.
+    RecordingAuditor(ControllerMetrics(), decided.append).failed("qwen", TARGET, "read", exc, retry_in=2)
+    assert failed == [("read", exc)]
 
 
 def test_the_leader_gauge_is_read_at_scrape_time() -> None:

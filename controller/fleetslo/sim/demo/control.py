@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 
 from fleetslo.control.actuators.gate import GateActuator
-from fleetslo.control.audit import Auditor, Reconcile
+from fleetslo.control.audit import Reconcile, RecordingAuditor
 from fleetslo.control.instruments import ControllerMetrics
 from fleetslo.control.leader import AlwaysLeader
 from fleetslo.control.local.fleet import LocalFleet
@@ -43,18 +43,6 @@ log = logging.getLogger("fleetslo.demo")
 #: Wall seconds the gate actuator waits for a drained replica's requests (a replica holds seconds
 #: of simulated work at most, a fraction of that in wall time).
 DRAIN_TIMEOUT_S = 10.0
-
-
-class RecordingAuditor(Auditor):
-    """The usual audit (log line, metrics), and every reconcile handed to ``on_record``."""
-
-    def __init__(self, metrics: ControllerMetrics, on_record: Callable[[Reconcile], None]) -> None:
-        super().__init__(metrics)
-        self.on_record = on_record
-
-    def decided(self, r: Reconcile, span: object | None = None) -> None:
-        super().decided(r, None)
-        self.on_record(r)
 
 
 class ControlLoop:
