@@ -12,8 +12,8 @@ simulated fleet behind the same ports a real one has:
   writing nothing). No drainer: the simulated fleet drains a removed replica itself;
 * a real ``Auditor`` on a private ``ControllerMetrics`` registry, with no Kubernetes events and its
   decision lines on the ``fleetslo.sim.audit`` logger (debug-only, as the chatty libraries are);
-  every audited reconcile is also turned into the runner's records (``ScaleEvent``,
-  ``DecisionSample``);
+  every audited reconcile is also turned into the runner's records (the result's
+  ``ScaleEventRecord`` and ``DecisionRecord``);
 * an always-leading ``Leadership``, and virtual time: ``now`` is the simulated second.
 
 So every decision a simulation measures went through ``Controller.tick_target``: the finite-only
@@ -53,6 +53,7 @@ from fleetslo.policy.base import Policy
 from fleetslo.sim.fleet import Fleet, FleetConfig
 from fleetslo.sim.observe import build_observation
 from fleetslo.sim.profile import EngineProfile
+from fleetslo.sim.result_types import DecisionRecord, ScaleEventRecord
 
 #: Hard bound on the replicas a write may ask for, whatever the policy says (the spec's own maximum).
 MAX_REPLICAS = 10_000
@@ -96,31 +97,6 @@ class FleetSample:
     draining: int
     batch_limit: int
     queue_length: int
-
-
-@dataclass(frozen=True, slots=True)
-class ScaleEvent:
-    t: float
-    replicas_from: int
-    replicas_to: int
-    batch_limit: int
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class DecisionSample:
-    """One decision and the p90s the policy predicted behind it (for the model-quality report)."""
-
-    t: float
-    replicas: int
-    ready: int
-    starting: int
-    predicted_ttft_s: float | None
-    predicted_tpot_s: float | None
-    #: The p90s the decision's observation showed (bucket-interpolated, over the last window).
-    observed_ttft_s: float | None
-    observed_tpot_s: float | None
 
 
 def make_sim_fleet(config: SimConfig) -> Fleet:
@@ -231,8 +207,8 @@ class _Schedule:
 class Records:
     """What the control plane saw and did, for the judge."""
 
-    events: list[ScaleEvent] = field(default_factory=list)
-    decisions: list[DecisionSample] = field(default_factory=list)
+    events: list[ScaleEventRecord] = field(default_factory=list)
+    decisions: list[DecisionRecord] = field(default_factory=list)
     #: Failed reconciles: (t, stage, error kind), backed off as ``fleetslo run`` backs them off.
     failures: list[tuple[float, str, str]] = field(default_factory=list)
 
@@ -338,7 +314,7 @@ class ControlPlane:
         if self.record_decisions:
             obs, counts = r.observation, r.before.scale.counts
             self.records.decisions.append(
-                DecisionSample(
+                DecisionRecord(
                     now, decision.replicas, counts.ready, counts.starting,
                     decision.predicted_ttft_p90, decision.predicted_tpot_p90,
                     obs.ttft.p90, obs.tpot.p90 if obs.tpot.p90 is not None else obs.itl.p90,
@@ -347,6 +323,6 @@ class ControlPlane:
         if r.outcome.changed:
             replicas_to = fleet.counts().provisioned
             self.records.events.append(
-                ScaleEvent(now, r.before.scale.desired, replicas_to, fleet.limit, str(decision.reason),
-                           decision.message)
+                ScaleEventRecord(now, r.before.scale.desired, replicas_to, fleet.limit,
+                                 str(decision.reason), decision.message)
             )  # fmt: skip

@@ -30,11 +30,11 @@ from typing import Any
 from fleetslo.control.instruments import ControllerMetrics
 from fleetslo.control.ports import Source
 from fleetslo.policy.base import Policy
-from fleetslo.sim.control_plane import ControlPlane, FleetSample, ScaleEvent, SimConfig
+from fleetslo.sim.control_plane import ControlPlane, FleetSample, SimConfig
 from fleetslo.sim.fleet import Replica
 from fleetslo.sim.records import SimRequest
 from fleetslo.sim.result import JUDGE_WINDOW_S, judge_window
-from fleetslo.sim.result_types import WindowResult
+from fleetslo.sim.result_types import ScaleEventRecord, WindowResult
 from fleetslo.sim.workload import Request
 
 DAY_S = 86_400.0
@@ -51,7 +51,7 @@ class StreamResult:
     """Windows (the same ``WindowResult``s as ``build_result``'s), scale events, and totals."""
 
     windows: list[WindowResult] = field(default_factory=list)
-    events: list[ScaleEvent] = field(default_factory=list)
+    events: list[ScaleEventRecord] = field(default_factory=list)
     requests: int = 0
     met_requests: int = 0
     completed: int = 0

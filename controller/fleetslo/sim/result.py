@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from fleetslo.core.spec import FleetSLOSpec
 from fleetslo.sim.profile import EngineProfile
 from fleetslo.sim.records import SimRequest
-from fleetslo.sim.result_types import DecisionRecord, ScaleEventRecord, SimResult, SLOTarget, WindowResult
+from fleetslo.sim.result_types import SimResult, SLOTarget, WindowResult
 from fleetslo.sim.runner import FleetSample, Run
 
 JUDGE_WINDOW_S = 60.0
@@ -81,30 +81,8 @@ def build_result(
         sim_seconds=run.end,
         wall_seconds=run.wall_seconds,
         windows=tuple(windows),
-        decisions=tuple(
-            DecisionRecord(
-                t_s=d.t,
-                replicas=d.replicas,
-                ready=d.ready,
-                starting=d.starting,
-                predicted_ttft_s=d.predicted_ttft_s,
-                predicted_tpot_s=d.predicted_tpot_s,
-                observed_ttft_s=d.observed_ttft_s,
-                observed_tpot_s=d.observed_tpot_s,
-            )
-            for d in run.decisions
-        ),
-        events=tuple(
-            ScaleEventRecord(
-                t_s=e.t,
-                replicas_from=e.replicas_from,
-                replicas_to=e.replicas_to,
-                batch_limit=e.batch_limit,
-                reason=e.reason,
-                message=e.message,
-            )
-            for e in run.events
-        ),
+        decisions=tuple(run.decisions),
+        events=tuple(run.events),
     )
 
 

@@ -52,7 +52,8 @@ class WindowResult:
 @dataclass(frozen=True, slots=True)
 class DecisionRecord:
     """One decision and the p90s the policy predicted behind it, beside what its observation showed
-    (bucket-interpolated, over the last window): the raw material of the model-quality report."""
+    (bucket-interpolated, over the last window), as the control plane records it: the raw material
+    of the model-quality report."""
 
     t_s: float
     replicas: int
@@ -69,7 +70,8 @@ class DecisionRecord:
 
 @dataclass(frozen=True, slots=True)
 class ScaleEventRecord:
-    """A scaling action as the result reports it (``t_s``: simulated seconds since the start)."""
+    """A scaling action, as the control plane records it and the result reports it (``t_s``:
+    simulated seconds since the start)."""
 
     t_s: float
     replicas_from: int

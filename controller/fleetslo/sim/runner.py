@@ -26,11 +26,12 @@ from typing import Any
 from fleetslo.control.instruments import ControllerMetrics
 from fleetslo.control.ports import Source
 from fleetslo.policy.base import Policy
-from fleetslo.sim.control_plane import ControlPlane, DecisionSample, FleetSample, ScaleEvent, SimConfig
+from fleetslo.sim.control_plane import ControlPlane, FleetSample, SimConfig
 from fleetslo.sim.records import SimRequest
+from fleetslo.sim.result_types import DecisionRecord, ScaleEventRecord
 from fleetslo.sim.workload import Trace
 
-__all__ = ["DecisionSample", "FleetSample", "Run", "ScaleEvent", "SimConfig", "simulate"]
+__all__ = ["FleetSample", "Run", "SimConfig", "simulate"]
 
 
 @dataclass(slots=True)
@@ -39,8 +40,8 @@ class Run:
 
     requests: list[SimRequest]
     samples: list[FleetSample] = field(default_factory=list)
-    events: list[ScaleEvent] = field(default_factory=list)
-    decisions: list[DecisionSample] = field(default_factory=list)
+    events: list[ScaleEventRecord] = field(default_factory=list)
+    decisions: list[DecisionRecord] = field(default_factory=list)
     end: float = 0.0
     replica_seconds: float = 0.0
     rejected: int = 0

@@ -43,7 +43,7 @@ class OneReplicaSilent:
 
 
 def downs(run: Run) -> list[tuple[float, int, int]]:
-    return [(e.t, e.replicas_from, e.replicas_to) for e in run.events if e.replicas_to < e.replicas_from]
+    return [(e.t_s, e.replicas_from, e.replicas_to) for e in run.events if e.replicas_to < e.replicas_from]
 
 
 @pytest.mark.parametrize(("name", "by_the_guard"), SCALERS)

@@ -12,7 +12,8 @@ from fleetslo.sim.demo import app, outcome, view
 from fleetslo.sim.demo.files import DemoPaths
 from fleetslo.sim.demo.scenario import DemoOptions
 from fleetslo.sim.records import SimRequest
-from fleetslo.sim.runner import FleetSample, ScaleEvent
+from fleetslo.sim.result_types import ScaleEventRecord
+from fleetslo.sim.runner import FleetSample
 from fleetslo.sim.scenario import Scenario, make_spec
 from fleetslo.sim.workload import Request, Trace
 from rich.console import Console
@@ -36,7 +37,7 @@ def record(ttft: float) -> outcome.LiveRecord:
         requests.append(req)
     requests[-1].first_token = requests[-1].finish = None  # still in flight at the end
     samples = [FleetSample(t, 2, 0, 0, 64, 0) for t in (0.0, 15.0, 30.0)]
-    events = [ScaleEvent(15.0, 2, 3, 64, "ScaleUpForecast", "more traffic")]
+    events = [ScaleEventRecord(15.0, 2, 3, 64, "ScaleUpForecast", "more traffic")]
     return outcome.LiveRecord(requests, samples, events, 120.0, 240.0, 0, 12.0)
 
 
@@ -122,7 +123,7 @@ def test_the_live_view_renders_and_summarises_in_one_line() -> None:
         waiting=0,
         observed_ttft=None,
         observed_tpot=0.04,
-        decisions=[ScaleEvent(60.0, 2, 3, 12, "ScaleUpForecast", "arrivals rising")],
+        decisions=[ScaleEventRecord(60.0, 2, 3, 12, "ScaleUpForecast", "arrivals rising")],
         notes=["HOST BEHIND 10×: engines p90 lag 25 ms of wall time = 0.25 s simulated (budget 0.10 s)"],
     )
     console = Console(width=120, record=True)

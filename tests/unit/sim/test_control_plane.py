@@ -87,7 +87,7 @@ class NaNSource:
 def test_a_scale_down_on_a_partial_picture_is_held_as_in_production() -> None:
     policy = ScriptedPolicy(((0.0, 2, None), (50.0, 1, None)), interval=5.0)
     run = simulate(TRACE, policy, config(), wrap_source=lambda inner: PartialSource(inner, 50.0, 60.0))
-    at = {d.t: d for d in run.decisions}
+    at = {d.t_s: d for d in run.decisions}
     partial = [o for o in policy.seen if 50.0 <= o.at < 60.0]
     assert [(o.at, o.replicas.ready, o.replicas_reporting) for o in partial] == [(50.0, 2, 1), (55.0, 2, 1)]
     # held exactly as control.loop holds it: the guard's decision, not the policy's
@@ -95,7 +95,7 @@ def test_a_scale_down_on_a_partial_picture_is_held_as_in_production() -> None:
         held = guard_scale_down(policy.decide(o, None, config().spec, o.at)[0], o, 2)
         assert held.reason is Reason.HOLD_PARTIAL_DATA and at[o.at].replicas == held.replicas == 2
     assert sample(run, DECISIONS, target="simulated", reason="HoldPartialData") == 2
-    moves = [(e.t, e.replicas_from, e.replicas_to, e.reason) for e in run.events]
+    moves = [(e.t_s, e.replicas_from, e.replicas_to, e.reason) for e in run.events]
     assert moves == [(60.0, 2, 1, "Scheduled")]  # down once the picture is whole again
 
 
@@ -172,7 +172,7 @@ def test_a_source_that_cannot_observe_leaves_the_policy_blind_and_a_scale_down_h
     run = simulate(TRACE, policy, config(), wrap_source=wrap)
     blind = [o for o in policy.seen if o.at >= 180.0]
     assert blind and all(o.replicas_reporting == 0 and o.ttft.p90 is None for o in blind)
-    assert all(d.replicas == 3 for d in run.decisions if d.t >= 180.0)
+    assert all(d.replicas == 3 for d in run.decisions if d.t_s >= 180.0)
     assert sample(run, DECISIONS, target="simulated", reason="HoldNoData") == len(
         [o for o in blind if o.at >= 200.0]
     )

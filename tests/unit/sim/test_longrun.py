@@ -41,7 +41,7 @@ def test_streamed_windows_equal_the_exact_runner(policy_name: str) -> None:
     assert streamed.rejected == exact.rejected
     # both replays go through the one control plane: the same controller, the same scale events
     assert [
-        (e.t, e.replicas_from, e.replicas_to, e.batch_limit, e.reason, e.message) for e in streamed.events
+        (e.t_s, e.replicas_from, e.replicas_to, e.batch_limit, e.reason, e.message) for e in streamed.events
     ] == [(e.t_s, e.replicas_from, e.replicas_to, e.batch_limit, e.reason, e.message) for e in exact.events]
     assert sum(streamed.replica_seconds_by_day.values()) == pytest.approx(streamed.replica_seconds)
 

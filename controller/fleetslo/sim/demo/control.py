@@ -10,7 +10,7 @@ seconds and hands the controller that nominal time, so the policy's intervals, w
 all run ``speedup`` times faster, exactly as the simulated fleet's do.
 
 After each tick it records what the simulator's runner records — a ``FleetSample`` and, when a knob
-moved, a ``ScaleEvent`` with the decision's reason — plus the last decisions for the live view.
+moved, a ``ScaleEventRecord`` with the decision's reason — plus the last decisions for the live view.
 It must not decide anything itself.
 """
 
@@ -35,7 +35,8 @@ from fleetslo.control.sources.direct import DirectSource
 from fleetslo.core.spec import BatchActuator, FleetSLO
 from fleetslo.policy.base import Policy
 from fleetslo.sim.demo.lag import CONTROLLER, LagMeter
-from fleetslo.sim.runner import FleetSample, ScaleEvent
+from fleetslo.sim.result_types import ScaleEventRecord
+from fleetslo.sim.runner import FleetSample
 from fleetslo.sim.server.clock import SpeedClock
 
 log = logging.getLogger("fleetslo.demo")
@@ -88,8 +89,8 @@ class ControlLoop:
             [Binding(slo, policy, self.source, actuator)], auditor, leader=AlwaysLeader()
         )
         self.samples: list[FleetSample] = []
-        self.events: list[ScaleEvent] = []
-        self.decisions: deque[ScaleEvent] = deque(maxlen=6)
+        self.events: list[ScaleEventRecord] = []
+        self.decisions: deque[ScaleEventRecord] = deque(maxlen=6)
         self.limit = default_limit
         self.last: Reconcile | None = None
         self._http = httpx.Client(timeout=1.0, headers={"Authorization": f"Bearer {token}"})
@@ -134,7 +135,7 @@ class ControlLoop:
             r.outcome.replicas_written if r.outcome.replicas_written is not None else before.scale.desired
         )
         self.last = r
-        event = ScaleEvent(
+        event = ScaleEventRecord(
             r.observation.at,
             before.scale.desired,
             replicas,

@@ -28,8 +28,8 @@ from fleetslo.sim.demo.lag import Behind
 from fleetslo.sim.demo.scenario import DemoOptions, average_sized
 from fleetslo.sim.records import SimRequest
 from fleetslo.sim.result import build_result
-from fleetslo.sim.result_types import BaselineTried, RunStop, SimResult
-from fleetslo.sim.runner import FleetSample, Run, ScaleEvent
+from fleetslo.sim.result_types import BaselineTried, RunStop, ScaleEventRecord, SimResult
+from fleetslo.sim.runner import FleetSample, Run
 from fleetslo.sim.scenario import Scenario, run_policy
 from fleetslo.sim.traces import window
 
@@ -60,7 +60,7 @@ class LiveRecord:
 
     requests: list[SimRequest]
     samples: list[FleetSample]
-    events: list[ScaleEvent]
+    events: list[ScaleEventRecord]
     end: float
     replica_seconds: float
     preemptions: int

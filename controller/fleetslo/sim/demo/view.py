@@ -20,7 +20,7 @@ from rich.text import Text
 from fleetslo.core.model import ReplicaCounts
 from fleetslo.sim.demo.loadgen import LoadGenerator
 from fleetslo.sim.result import exact_quantile
-from fleetslo.sim.runner import ScaleEvent
+from fleetslo.sim.result_types import ScaleEventRecord
 
 #: The sliding window of the live numbers, in simulated seconds.
 WINDOW_S = 60.0
@@ -46,7 +46,7 @@ class Status:
     waiting: int
     observed_ttft: float | None
     observed_tpot: float | None
-    decisions: Sequence[ScaleEvent]
+    decisions: Sequence[ScaleEventRecord]
     #: Lines about the run itself (host lag, what Prometheus scrapes), shown under the numbers.
     notes: Sequence[str] = ()
 
@@ -126,7 +126,7 @@ def render(s: Status) -> RenderableType:
         moved = (
             f"{e.replicas_from} → {e.replicas_to}" if e.replicas_to != e.replicas_from else str(e.replicas_to)
         )
-        decisions.add_row(_clock(e.t), e.reason, moved, str(e.batch_limit), e.message)
+        decisions.add_row(_clock(e.t_s), e.reason, moved, str(e.batch_limit), e.message)
     note = Text("latency: what clients saw over the last simulated minute", style="dim")
     notes = [Text(n, style="bold yellow" if n.startswith("HOST") else "dim") for n in s.notes]
     return Group(head, numbers, note, *notes, decisions)
