@@ -2,10 +2,12 @@
 ``fleetslo simulate --json``, ``results.json`` and the report).
 
 ``golden_result.json`` was first written by the dict-building ``build_result`` (before the typed
-result) on the run below, and matched key for key and value for value; it was rewritten once since,
+result) on the run below, and matched key for key and value for value; it was rewritten since:
 when the capacity model changed the ``fleetslo`` policy's decisions and added the ``decisions`` key
 (every other key and the order unchanged), and a second time when the decision message gained the
-measured margins (one message, nothing else). Only ``wall_seconds`` varies between runs, so the golden
+measured margins (one message, nothing else), and a third time when a window the model called
+saturated started to add the random walk to the speed's variance (predicted p90s move in the eighth
+digit, nothing else). Only ``wall_seconds`` varies between runs, so the golden
 file holds a marker there and the test checks it is present and a number. Rewrite it only for an
 intended change of the JSON or of the policy, and review the diff.
 """

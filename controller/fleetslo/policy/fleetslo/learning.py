@@ -21,7 +21,7 @@ Pure value type; ``to_dict``/``from_dict`` make it persistable across controller
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -114,16 +114,22 @@ class PerformanceModel:
             return math.log(p.tpot_p90) if 0 < p.tpot_p90 < INF and not p.limited else math.nan
 
         a, b = self.ln_speed, self.ln_interference
+        assert self.cov is not None
+        paa, pab, pbb = self.cov[0] + _DRIFT_VAR, self.cov[1], self.cov[2] + _DRIFT_VAR
         base = f(a, b)
         if not math.isfinite(base):
             # The model calls this load saturated while the fleet serves it with a finite TPOT:
-            # the engine is faster than the prior says. Halve the costs until the load is not.
-            return replace(self, ln_speed=_bounded(a - math.log(2), _LN_SPEED))
-        ja, jb = (f(a + _DELTA, b) - base) / _DELTA, (f(a, b + _DELTA) - base) / _DELTA
-        if not all(math.isfinite(v) for v in (base, ja, jb)):
-            return self  # saturated or limited: this window says nothing about the free engine
-        assert self.cov is not None
-        paa, pab, pbb = self.cov[0] + _DRIFT_VAR, self.cov[1], self.cov[2] + _DRIFT_VAR
+            # the engine is faster than the model says, by an amount this window cannot tell.
+            # Step the speed by one standard deviation of what is still unknown, at most a
+            # halving: from the conservative prior (sd ~1) that halves until the load is not
+            # saturated, a search that finds a 2x-off prior in a few windows; a profile (sd 0.25)
+            # or a model many windows have confirmed moves a little per window, so one overloaded
+            # window (a burst the fleet served late) cannot teach it a 2x-too-fast engine.
+            step = min(math.log(2), math.sqrt(paa))
+            return replace(self, ln_speed=_bounded(a - step, _LN_SPEED), cov=(paa, pab, pbb))
+        ja, jb = _slope(lambda d: f(a + d, b), base), _slope(lambda d: f(a, b + d), base)
+        if not (math.isfinite(ja) and math.isfinite(jb)):
+            return self  # limited both ways: this window says nothing about the free engine
         # EKF update with the 1x2 Jacobian J = (ja, jb): S = J P Jᵀ + R, K = P Jᵀ / S.
         pja, pjb = paa * ja + pab * jb, pab * ja + pbb * jb
         s = ja * pja + jb * pjb + _MEASUREMENT_VAR
@@ -162,6 +168,16 @@ class PerformanceModel:
             None if not cov else (float(cov[0]), float(cov[1]), float(cov[2])),
             int(data.get("windows", 0)),
         )
+
+
+def _slope(g: Callable[[float], float], base: float) -> float:
+    """d g / d x at 0, forward, or backward where a step forward saturates the model: at the
+    knee (the model just short of saturation) the backward side, a faster engine, is where the
+    evidence points, and a model left there with no slope would never learn again."""
+    ahead = g(_DELTA)
+    if math.isfinite(ahead):
+        return (ahead - base) / _DELTA
+    return (base - g(-_DELTA)) / _DELTA
 
 
 def _bounded(value: float, bounds: tuple[float, float]) -> float:

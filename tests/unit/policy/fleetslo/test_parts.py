@@ -146,3 +146,38 @@ def test_the_config_refuses_values_that_break_the_policy() -> None:
         FleetSLOConfig(breach_band=0.9)
     with pytest.raises(ValueError, match="step_cost must be a StepCost"):
         FleetSLOConfig(step_cost="fast")  # type: ignore[arg-type]
+
+
+def test_one_window_the_model_calls_saturated_moves_a_profile_by_its_uncertainty_only() -> None:
+    """Reproduces a defect: a profile-seeded model shown one served window it called saturated
+    (an overloaded minute during a step) halved its step costs, then sized for an engine 2x too
+    fast. Now it moves by the profile's standard deviation (~25 %), and the conservative prior,
+    whose speed is unknown to a factor ~2.7, still halves: its search for the engine stays fast."""
+    # Past saturation (utilization 1.2, linear in the rate): the model calls the load unservable.
+    saturated = 1.2 / predict(MI325X, 1.0, CHAT, None).utilization
+    assert predict(MI325X, saturated, CHAT, None).limited
+    profile = PerformanceModel(MI325X).learn(saturated, CHAT, None, 2.0, 0.08)
+    assert profile.speed == pytest.approx(math.exp(-math.sqrt(0.25**2 + 4e-4)), rel=1e-6)
+    assert profile.speed > 0.75
+    prior_rate = 1.2 / predict(CONSERVATIVE_PRIOR, 1.0, CHAT, None).utilization
+    prior = PerformanceModel(CONSERVATIVE_PRIOR).learn(prior_rate, CHAT, None, 2.0, 0.08)
+    assert prior.speed == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("prior", [MI325X, CONSERVATIVE_PRIOR], ids=["profile", "conservative"])
+def test_an_engine_twice_as_fast_as_its_prior_is_learned_from_loads_the_prior_calls_saturated(
+    prior: StepCost,
+) -> None:
+    """Clean windows of an engine 2x faster than the prior, at a load the prior calls saturated
+    (utilization 1.4; the engine's own is 0.7): the speed reaches 0.5 and stays there. With a
+    profile the first step is one standard deviation, not a halving; at the knee the slope is
+    taken on the unsaturated side, so the model keeps learning instead of stopping there."""
+    truth = prior.scaled(0.5)
+    rate = 1.4 / predict(prior, 1.0, CHAT, None).utilization
+    seen = predict(truth, rate, CHAT, None)
+    assert not seen.limited and predict(prior, rate, CHAT, None).limited
+    model, speeds = PerformanceModel(prior), []
+    for _ in range(12):
+        model = model.learn(rate, CHAT, None, seen.ttft_p90, seen.tpot_p90)
+        speeds.append(model.speed)
+    assert all(s == pytest.approx(0.5, rel=0.1) for s in speeds[-5:])
