@@ -8,11 +8,13 @@ The exporter runs as its own process (``fleetslo exporter``), exactly as deploye
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -104,21 +106,27 @@ def _hist_mean(page: str, name: str) -> tuple[float, float] | None:
     return (total / count, count) if count and total is not None else None
 
 
-async def _load(url: str, replica_url: str) -> tuple[list[Shot], list[float]]:
-    """``REQUESTS`` streamed completions from ``CLIENTS`` clients through ``url``, while vLLM's
-    running count is sampled."""
+@contextmanager
+def _running_sampled(replica_url: str) -> Iterator[list[float]]:
+    """vLLM's running count, sampled every 50 ms by another process (``running_poller``) while the
+    block runs; the list is filled when it ends. The event loop reading the clients' streams does
+    nothing else, so their TTFT is the wait, not the wait plus the test's own work."""
     running: list[float] = []
-    done = asyncio.Event()
-    async with httpx.AsyncClient(timeout=180, limits=httpx.Limits(max_connections=CLIENTS + 4)) as http:
+    poller = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("running_poller.py")), replica_url, "0.05"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        yield running
+    finally:
+        poller.terminate()
+        out, _ = poller.communicate(timeout=10)
+        running.extend(float(line) for line in out.split())
 
-        async def sample() -> None:
-            while not done.is_set():
-                page = (await http.get(f"{replica_url}/metrics")).text
-                value = _gauge(page, "vllm:num_requests_running")
-                if value is not None:
-                    running.append(value)
-                await asyncio.sleep(0.05)
 
+async def _load(url: str) -> list[Shot]:
+    """``REQUESTS`` streamed completions from ``CLIENTS`` clients through ``url``."""
+    async with httpx.AsyncClient(timeout=180, limits=httpx.Limits(max_connections=CLIENTS)) as http:
         queue = list(range(REQUESTS))
         shots: list[Shot] = []
 
@@ -127,19 +135,18 @@ async def _load(url: str, replica_url: str) -> tuple[list[Shot], list[float]]:
                 salt = queue.pop()
                 shots.append(await shoot(http, url, completion_body(MODEL_NAME, 48, 24, 10_000 + salt)))
 
-        sampler = asyncio.create_task(sample())
         await asyncio.gather(*(client() for _ in range(CLIENTS)))
-        done.set()
-        await sampler
-    return shots, running
+    return shots
 
 
 def test_gate_counts_limits_and_measures_against_real_vllm(
     sidecar: Sidecar, replica_url: str, figures: dict[str, Any]
 ) -> None:
+    load_before = os.getloadavg()[0]
     before_vllm = read_counters(httpx.get(f"{replica_url}/metrics").text)
     before_gate = sidecar.page()
-    shots, running = asyncio.run(_load(sidecar.gate, replica_url))
+    with _running_sampled(replica_url) as running:
+        shots = asyncio.run(_load(sidecar.gate))
     time.sleep(1.5)  # one sidecar interval: the gate's families are built per scrape anyway
     after_vllm = read_counters(httpx.get(f"{replica_url}/metrics").text)
     after_gate = sidecar.page()
@@ -166,16 +173,19 @@ def test_gate_counts_limits_and_measures_against_real_vllm(
         "ttft_gate_vs_client": None if gate_ttft is None else gate_ttft / client_ttft - 1,
         "client_mean_tpot_s": client_tpot, "gate_mean_tpot_s": gate_tpot,
         "tpot_gate_vs_client": None if gate_tpot is None else gate_tpot / client_tpot - 1,
+        "loadavg_before": load_before, "loadavg_after": os.getloadavg()[0], "cores": os.cpu_count(),
     }  # fmt: skip
     # The gate sits between client and vLLM: its TTFT is at most what the client waited (5 % of
-    # clock slack), and misses only the client's own share (connect, SSE parsing). That share is
-    # CPU time on cores the client shares with two engines and the gate: the issue's -25 % band
-    # held at -3 % to -16 % in six runs and fell to -25.04 % in one, so the band is recorded in
-    # figures.json (``ttft_gate_vs_client``), and what is asserted is what always holds: the gate
-    # never reports more than the client waited, nor less than half of it. TPOT is recorded only
-    # (-3 % to -12 %; goal 10 %).
+    # clock slack), and misses only the client's own share (connect, SSE parsing), CPU time on
+    # cores the client shares with the engine and the gate: the issue's band, -25 %/+5 %. It read
+    # -3 % to -16 %, once -25.04 % and once -48.9 % (a loaded host) while this test's own sampler
+    # parsed vLLM's page every 50 ms in the clients' event loop. With the sampler in its own
+    # process: -3 % to -10 % in six runs with nothing else running (load average 1.7-2.2), -17 %
+    # and -23 % beside a CPU-bound benchmark on both cores, -31 % in a whole-tier run beside one at
+    # nice 10 — so the band holds where the host is the tier's, as in CI. TPOT is recorded only
+    # (-9 % to +5 % alone, +7 % and +36 % beside the benchmarks; goal 10 %).
     assert gate_ttft is not None
-    assert -0.5 <= gate_ttft / client_ttft - 1 <= 0.05
+    assert -0.25 <= gate_ttft / client_ttft - 1 <= 0.05
 
 
 def _window_mean(before: str, after: str, name: str) -> float | None:
