@@ -28,6 +28,7 @@ $(STAMP): $(RUNTIME_STAMP)
 
 tools:
 	bash scripts/install-test-tools.sh
+	bash scripts/install-image-tools.sh
 	bash scripts/install-helm.sh
 
 demo: $(RUNTIME_STAMP)
