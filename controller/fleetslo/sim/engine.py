@@ -216,7 +216,7 @@ class Engine:
             + self.c_attn * attention
         )
         self.chunks = chunks
-        self.run_left, self.run_a, self.run_b = 1, a * self._noise() if self.noisy else a, 0.0
+        self.run_left, self.run_a, self.run_b = 1, a * self._noise(1) if self.noisy else a, 0.0
         self.run_end = self.clock + self.run_a
         return True
 
@@ -228,7 +228,7 @@ class Engine:
             heappop(heap)  # a preempted sequence's stale entry
             top = heap[0]
         steps = min(top[0] - step, free // n, self.max_run_steps)
-        f = self._noise() if self.noisy else 1.0
+        f = self._noise(steps) if self.noisy else 1.0
         self.run_a = a = (self.c0 + self.c_seq * n + self.c_kv * (self.ctx_base + n * step)) * f
         self.run_b = b = self.c_kv * n * f
         self.run_left = steps

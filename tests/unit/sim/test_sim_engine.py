@@ -137,3 +137,23 @@ def test_engine_metrics_count_every_request_once() -> None:
     snap = engine.refresh_gauges().snapshot()
     assert snap.gauge("num_requests_running") == 0
     assert snap.counter("request_success") == n
+
+
+def test_step_jitter_spreads_a_run_of_steps_as_that_many_jittered_steps() -> None:
+    """Reproduces a defect: the run-based engine drew one jitter factor per run of decode steps, so
+    a request alone on the replica had its whole TPOT stretched by one step's jitter (at cv 0.5 its
+    p90 was 1.6x the mean; the real CPU engine showed 1.1x). Runs must spread as the step-by-step
+    engine, which draws every step, spreads them: per-request TPOT p90 and the p90/p50 ratio alike."""
+    profile = tiny_profile(step_time={"noise_cv": 0.5, "per_kv_token_s": 0.0})
+    workload = poisson_requests(2.0, 3000, (200, 33), seed=5)  # light load: one or two decoders
+
+    def tpots(max_run_steps: int | None) -> list[float]:
+        done = replay_open(make_engine(profile, seed=3, max_run_steps=max_run_steps), workload)
+        return sorted((r.finish - r.first_token) / 32 for r in done if r.finish and r.first_token)
+
+    def q(values: list[float], p: float) -> float:
+        return values[int(p * (len(values) - 1))]
+
+    runs, steps = tpots(None), tpots(1)
+    assert q(runs, 0.9) == pytest.approx(q(steps, 0.9), rel=0.05)
+    assert q(runs, 0.9) / q(runs, 0.5) == pytest.approx(q(steps, 0.9) / q(steps, 0.5), rel=0.05)
