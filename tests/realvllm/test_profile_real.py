@@ -45,6 +45,7 @@ def test_profile_fits_a_loadable_profile_and_reports_its_error(
     assert [row["failed"] for row in validation] == [0, 0, 0]
     figures["profile"] = {
         "step_time": profile.step_time.model_dump(), "frontend": profile.frontend.model_dump(),
+        "frontend_queue": None if profile.frontend_queue is None else profile.frontend_queue.model_dump(),
         "validation": validation, "within_20pct": done.returncode == 0,
     }  # fmt: skip
 

@@ -44,6 +44,9 @@ ENGINE_COUNTERS = (
 #: The plugin's step-time histogram: cumulative bucket counts, read around each phase as well (the
 #: step time's spread, not only its mean: what a busy host's stalls do to it).
 STEP_HISTOGRAM = "fleetslo_engine_step_duration_seconds_bucket"
+#: vLLM's own TTFT histogram, read around each phase at whatever bounds this vLLM has: the engine's
+#: TTFT spread, which the host's delay must not be credited with (``fleetslo.sim.host_delay``).
+TTFT_HISTOGRAM = "vllm:time_to_first_token_seconds_bucket"
 
 
 def bucket_key(bound: float) -> str:
@@ -96,6 +99,9 @@ def counter_deltas(before: dict[str, float], after: dict[str, float]) -> dict[st
         key = bucket_key(bound)
         if key in after and key in before:
             out[key] = after[key] - before[key]
+    for key, value in after.items():
+        if key.startswith(f"{TTFT_HISTOGRAM}{{le=") and key in before:
+            out[key] = value - before[key]
     return out
 
 

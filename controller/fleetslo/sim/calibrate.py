@@ -27,10 +27,10 @@ it stays 0 and the provenance says so.
 each phase weighted by 1/its CPU time; ``idle`` is what the server spends per wall second anyway:
 health checks, metrics, its loops, measured with no traffic when given, else fitted too) gives
 ``FrontendQueue``'s work per request and per token, and the phases' (CPU + run-queue wait) / CPU
-the ``cpu_stretch`` this host imposed. Without the process
-times, ``None``. The host's wake-up delays on the request's path are what remains of the client's
-TTFT beyond vLLM's own at low load (phases of at most two clients, where nothing queues): each
-request's excess over its phase's mean vLLM TTFT, summarised as a lognormal by its median and p90.
+the ``cpu_stretch`` this host imposed. Without the process times, ``None``. The host's wake-up
+delays on the request's path are what remains of the client's TTFT beyond vLLM's own at low load
+(phases of at most two clients, where nothing queues), with the engine's own TTFT spread taken out
+(``fleetslo.sim.host_delay``: a lognormal deconvolved from vLLM's TTFT histogram per phase).
 
 Pure arithmetic over measurements: no I/O, no clock.
 """
@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 
 from fleetslo.engine.bench import PhaseResult, bucket_key
 from fleetslo.engine.book import STEP_BUCKETS
+from fleetslo.sim.host_delay import host_delay
 from fleetslo.sim.profile import Frontend, FrontendQueue, StepTime
 
 
@@ -243,35 +244,6 @@ def fit_frontend_queue(
     )
 
 
-#: Phases with at most this many clients measure the host's delay (nothing queues in them).
-HOST_DELAY_CLIENTS = 2
-#: The smallest excess counted (a client cannot be ahead of the engine; timer granularity can).
-_MIN_EXCESS_S = 1e-4
-
-
-def host_delay(results: Sequence[PhaseResult]) -> tuple[float, float]:
-    """Median and lognormal sigma of each request's TTFT beyond its phase's mean vLLM TTFT, over
-    the low-concurrency phases; ``(0, 0)`` when none has vLLM's sums."""
-    excess: list[float] = []
-    for r in results:
-        e = r.engine
-        count, total = (
-            e.get("vllm:time_to_first_token_seconds_count"),
-            e.get("vllm:time_to_first_token_seconds_sum"),
-        )
-        if r.phase.concurrency > HOST_DELAY_CLIENTS or not count or total is None:
-            continue
-        engine_ttft = total / count
-        excess += [max(_MIN_EXCESS_S, s.ttft_s - engine_ttft) for s in r.ok if s.ttft_s is not None]
-    if len(excess) < 4:
-        return 0.0, 0.0
-    excess.sort()
-    p50, p90 = excess[len(excess) // 2], excess[int(0.9 * (len(excess) - 1))]
-    return p50, min(3.0, math.log(p90 / p50) / _Z90) if p90 > p50 else 0.0
-
-
-#: z of the 90th percentile of a standard normal.
-_Z90 = 1.2816
 #: Fewest timed steps in a phase for its histogram to say anything about the spread.
 MIN_STEPS_FOR_SPREAD = 50
 #: The lognormal sigmas tried (the buckets double, too coarse to read quantiles from directly).

@@ -6,9 +6,13 @@ from __future__ import annotations
 import io
 import json
 
-from fleetslo.engine.bench import counter_deltas, read_counters
+import pytest
+from fleetslo.engine.bench import TTFT_HISTOGRAM, Phase, PhaseResult, counter_deltas, read_counters
 from fleetslo.engine.book import EngineBook, RequestRecord, StepRecord
+from fleetslo.sim.host_delay import engine_ttfts
 from prometheus_client import CollectorRegistry, generate_latest
+
+from tests.support import AFTER_LOAD, IDLE, capture
 
 
 def _page(book: EngineBook) -> dict[str, float]:
@@ -49,3 +53,15 @@ def test_no_step_yet_means_no_last_step_gauge() -> None:
     page = _page(EngineBook("m"))
     assert "fleetslo_engine_last_step_decode_seqs" not in page
     assert page["fleetslo_engine_steps_total"] == 0
+
+
+def test_vllms_ttft_buckets_are_differenced_at_the_bounds_of_its_page() -> None:
+    # Two real vLLM 0.32 pages: idle, and after 79 requests (every TTFT bucket filled).
+    before, after = read_counters(capture(IDLE)), read_counters(capture(AFTER_LOAD))
+    deltas = counter_deltas(before, after)
+    buckets = {k: v for k, v in deltas.items() if k.startswith(TTFT_HISTOGRAM)}
+    assert len(buckets) > 10  # every bound of this vLLM's histogram, none assumed
+    assert buckets[f"{TTFT_HISTOGRAM}{{le=inf}}"] == deltas["vllm:time_to_first_token_seconds_count"]
+    points = engine_ttfts(PhaseResult(Phase("c1", 1, 64, 32, 79), (), 1.0, deltas))
+    assert points is not None and len(points) == deltas["vllm:time_to_first_token_seconds_count"]
+    assert sum(points) == pytest.approx(deltas["vllm:time_to_first_token_seconds_sum"])

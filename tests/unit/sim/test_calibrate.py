@@ -16,7 +16,6 @@ from fleetslo.sim.calibrate import (
     fit,
     fit_frontend,
     fit_frontend_queue,
-    host_delay,
     nnls,
     step_spread,
 )
@@ -147,24 +146,6 @@ def test_the_fit_takes_the_median_spread_of_the_sweep_phases_as_noise() -> None:
     noisy = fit([*phases, _histogram_phase("p384", 0.99), *spread])
     assert set(noisy.step_spread) == {"c1", "s8-0", "s8-1"}  # the prompt sweep mixes compositions
     assert noisy.step_time.noise_cv == pytest.approx(0.5, rel=0.1)
-
-
-def test_the_hosts_delay_is_the_clients_ttft_beyond_vllms_at_low_load() -> None:
-    # vLLM's own mean TTFT is 10 ms; the client waited 10 ms more for most requests, 50 ms for some.
-    low = _phase("c1", 1, 0, 200)
-    excess = [0.010] * 8 + [0.050] * 2
-    shots = tuple(Shot(0.0, 64, 16, 0.010 + x, 0.005, True) for x in excess)
-    crowded = _phase("c8", 8, 40, 2600)  # queueing, not the host: left out
-    crowded_shots = tuple(Shot(0.0, 64, 16, 1.0, 0.005, True) for _ in range(4))
-    median, sigma = host_delay(
-        [
-            PhaseResult(low.phase, shots, 1.0, low.engine),
-            PhaseResult(crowded.phase, crowded_shots, 1.0, crowded.engine),
-        ]
-    )
-    assert median == pytest.approx(0.010)
-    assert sigma == pytest.approx(math.log(5) / 1.2816)
-    assert host_delay([crowded]) == (0.0, 0.0)
 
 
 def test_a_measured_idle_rate_keeps_the_work_out_of_the_idle_term() -> None:
