@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from fleetslo.engine.bench import TTFT_HISTOGRAM, PhaseResult
 
@@ -37,12 +37,12 @@ MAX_SIGMA = 3.0
 DRAWS = 400
 
 
-def engine_ttfts(result: PhaseResult) -> list[float] | None:
+def engine_ttfts(engine: Mapping[str, float | None]) -> list[float] | None:
     """The phase's vLLM TTFTs, one per request vLLM counted: its histogram's bucket counts spread
     evenly inside each bucket (the top one at its lower bound), scaled so that their mean is the
     phase's exact mean (sum / count). ``None`` without vLLM's sums; the exact mean for every
-    request without the buckets."""
-    e = result.engine
+    request without the buckets. ``engine`` is a phase's counter differences (``counter_deltas``)."""
+    e = engine
     count, total = (
         e.get("vllm:time_to_first_token_seconds_count"),
         e.get("vllm:time_to_first_token_seconds_sum"),
@@ -98,7 +98,7 @@ def host_delay(results: Sequence[PhaseResult]) -> tuple[float, float]:
     requests = 0
     for r in results:
         ttfts = [s.ttft_s for s in r.ok if s.ttft_s is not None and s.ttft_s > 0]
-        points = engine_ttfts(r) if r.phase.concurrency <= HOST_DELAY_CLIENTS else None
+        points = engine_ttfts(r.engine) if r.phase.concurrency <= HOST_DELAY_CLIENTS else None
         if points and len(ttfts) >= 2:
             phases.append(_Phase(ttfts, sorted(points), rng))
             requests += len(ttfts)

@@ -1,0 +1,31 @@
+"""The profile's open-loop check says which side of the model missed: vLLM's own p90 TTFT (from its
+histogram) beside the simulator's on the engine's clock, and the client's beside the whole model's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fleetslo.cli.profile_check import _engine_means, poisson_arrivals, simulated_p90s
+from fleetslo.engine.bench import read_counters
+
+from tests.support import AFTER_LOAD, IDLE, capture
+
+PROFILES = Path(__file__).resolve().parents[3] / "controller" / "fleetslo" / "sim" / "profiles"
+
+
+def test_the_engines_p90_ttft_is_read_from_vllms_histogram_over_the_run() -> None:
+    means = _engine_means(read_counters(capture(IDLE)), read_counters(capture(AFTER_LOAD)))
+    p90, mean = means["engine_p90_ttft_s"], means["engine_mean_ttft_s"]
+    assert p90 is not None and mean is not None and p90 > mean  # the 79 requests queued behind 8
+    assert _engine_means({}, {})["engine_p90_ttft_s"] is None  # no page: missing, not 0
+
+
+def test_the_engine_only_simulation_leaves_the_front_end_and_host_out() -> None:
+    profile = str(PROFILES / "cpu-tiny-llama-vllm.yaml")
+    arrivals = poisson_arrivals(2.0, 20.0, 64, 32, seed=1)
+    whole, _ = simulated_p90s(profile, arrivals)
+    engine, _ = simulated_p90s(profile, arrivals, engine_only=True)
+    assert whole is not None and engine is not None
+    assert engine < whole  # the API server's work and the host's delay come on top
+    assert engine == pytest.approx(simulated_p90s(profile, arrivals, engine_only=True)[0])
