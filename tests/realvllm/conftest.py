@@ -90,3 +90,33 @@ def _stop_running(figures: dict[str, Any]) -> None:
 def exclusive_machine(figures: dict[str, Any]) -> None:
     """Stop the shared replica if one runs: this machine holds two vLLM replicas at most."""
     _stop_running(figures)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The tier's headline figures as the last lines of its output: a CI log's tail then says how
+    the gate and the profile did on that machine, where ``figures.json`` does not come back."""
+    if not FIGURES.exists():
+        return
+    data = json.loads(FIGURES.read_text(encoding="utf-8"))
+    gate, profile = data.get("gate") or {}, data.get("profile") or {}
+
+    def pct(value: Any) -> str:
+        return "-" if not isinstance(value, (int, float)) else f"{value:+.0%}"
+
+    ttft, tpot = pct(gate.get("ttft_gate_vs_client")), pct(gate.get("tpot_gate_vs_client"))
+    lines = [f"gate TTFT vs client {ttft}, TPOT {tpot}"]
+    for row in profile.get("validation") or []:
+        lines.append(
+            f"profile check at {row.get('fraction', 0):.0%}: p90 TTFT {pct(row.get('ttft_error'))} "
+            f"(on vLLM's clock {pct(row.get('engine_ttft_error'))}), TPOT {pct(row.get('tpot_error'))}, "
+            f"load {((row.get('loadavg_before') or [0])[0]):.1f}"
+        )
+    queue = profile.get("frontend_queue") or {}
+    if queue:
+        lines.append(
+            f"host delay fitted: median {queue.get('host_delay_median_s', 0) * 1e3:.1f} ms, "
+            f"sigma {queue.get('host_delay_sigma', 0):.2f}"
+        )
+    terminalreporter.write_sep("-", "real-engine figures (out/realvllm/figures.json)")
+    for line in lines:
+        terminalreporter.write_line(line)
