@@ -12,7 +12,14 @@ Two things the sizing relies on can be checked one horizon later against what th
 Each keeps the most recent ratios observed/predicted. A load miss that was a *level shift* — the
 traffic stepped up and stayed — is forgotten once the fleet has caught up with it (``LoadChecks``):
 it taught the sizing the new level, and keeping its ratio would size every later minute for a
-second step of the same height on top of the first. The sizing uses an upper quantile of them
+second step of the same height on top of the first. Likewise a p90 miss in a window that carried
+more than the fleet had been sized for — the load checked that window missed (more arrived than
+was sized for), or the sizing itself (the model with its margins) would not have called the
+window's per-replica rate within both targets — is the load's miss (a fleet under-sized in a step
+or a burst, queues building), not the model's: it is not counted, while a ratio at or below 1 from
+such a window still is (the model held even there). Kept, the overload minutes after a 3x step
+held the latency margins (TTFT /1.45, TPOT /1.22) for the half hour of ``KEEP`` checks.
+The sizing uses an upper quantile of them
 (``upper``): the load is multiplied by the load ratio's, and the targets are divided by the p90
 ratios', so a model that was optimistic by 15 % in one window in ten sizes for 15 % less latency.
 Until enough ratios exist the configured prior stands in for them (shrinkage: the prior counts as
@@ -52,16 +59,20 @@ class ErrorRatios:
             return self
         return ErrorRatios((*self.pending, (due, value)), self.ratios)
 
-    def observed(self, now: float, value: float | None, *, keep: int = KEEP) -> ErrorRatios:
+    def observed(
+        self, now: float, value: float | None, *, keep: int = KEEP, misses: bool = True
+    ) -> ErrorRatios:
         """Check every prediction due by ``now`` against ``value`` (``None``: nothing to check them
-        against, they are dropped, not counted as right)."""
+        against, they are dropped, not counted as right). ``misses=False``: a ratio above 1 is
+        explained by something else (see ``Calibration.model_checked``) and dropped too."""
         due = [p for t, p in self.pending if t <= now]
         if not due:
             return self
         pending = tuple((t, p) for t, p in self.pending if t > now)
         if value is None or not (value > 0 and math.isfinite(value)):
             return ErrorRatios(pending, self.ratios)
-        return ErrorRatios(pending, (*self.ratios, *(value / p for p in due))[-keep:])
+        ratios = [value / p for p in due]
+        return ErrorRatios(pending, (*self.ratios, *(r for r in ratios if misses or r <= 1))[-keep:])
 
     def upper(self, q: float, prior: float, prior_weight: float) -> float:
         """The ``q``-quantile of the recent ratios, shrunk towards ``prior`` (worth
@@ -141,6 +152,10 @@ class LoadChecks:
         proven = max(enough) if enough else None
         return (*self.resumed, *(c.ratio for c in self.checks if not self._caught_up(c, proven)))
 
+    def missed(self, now: float) -> bool:
+        """Whether a load checked at ``now`` was short of what arrived (``arrived > sized``)."""
+        return any(c.ratio > 1 for c in self.checks if c.checked == now)
+
     def _caught_up(self, miss: LoadCheck, proven: float | None) -> bool:
         if miss.ratio <= 1 or self.latest is None or proven is None:
             return False
@@ -161,13 +176,24 @@ class Calibration:
     tpot: ErrorRatios = ErrorRatios()
 
     def model_checked(
-        self, predicted_ttft: float, predicted_tpot: float, ttft: float | None, tpot: float | None
+        self,
+        predicted_ttft: float,
+        predicted_tpot: float,
+        ttft: float | None,
+        tpot: float | None,
+        *,
+        sized: bool = True,
     ) -> Calibration:
-        """A window's observed p90s against what the model predicted for it beforehand."""
+        """A window's observed p90s against what the model predicted for it beforehand.
+
+        ``sized=False``: the window carried more than the fleet had been sized for (see the module
+        docstring); a p90 above the prediction is then the load's miss, not the model's, and is
+        not counted. A p90 at or below it counts either way: the model held even there.
+        """
         return Calibration(
             self.load,
-            self.ttft.predicted(0.0, predicted_ttft).observed(0.0, ttft),
-            self.tpot.predicted(0.0, predicted_tpot).observed(0.0, tpot),
+            self.ttft.predicted(0.0, predicted_ttft).observed(0.0, ttft, misses=sized),
+            self.tpot.predicted(0.0, predicted_tpot).observed(0.0, tpot, misses=sized),
         )
 
     def margins(self, q: float, headroom: float, prior_weight: float) -> tuple[float, float, float]:

@@ -169,9 +169,9 @@ class FleetSLOPolicy:
     def _check_model(
         self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, calibration: Calibration
     ) -> Calibration:
-        """This window's p90s against the model as it stood before seeing them, at the window's
-        rate and mix on the fleet that served it: out of sample, and in
-        every settled window, rising load included (the fit learns only from clean ones)."""
+        """This window's p90s against the model as it stood before, at the window's rate and mix on
+        the fleet that served it. A miss counts only if the fleet was sized for the window: no more
+        arrived than the load sized for now, at a rate the sizing meets (``calibration``)."""
         since = state.ready_since
         if state.mix is None or self._warming_up(state, obs) or not obs.request_rate:
             return calibration
@@ -183,8 +183,9 @@ class FleetSLOPolicy:
         mix = signals.request_mix(obs) or state.mix
         rate = obs.request_rate / obs.replicas_reporting
         before = state.model.predict(rate, mix, obs.batch_limit, spec.objectives.tpot.quantile)
+        sized = not calibration.load.missed(obs.at) and self._meets(rate, state, spec)
         observed = obs.ttft.p90, signals.tpot_p90(obs)
-        return calibration.model_checked(before.ttft_p90, before.tpot_p90, *observed)
+        return calibration.model_checked(before.ttft_p90, before.tpot_p90, *observed, sized=sized)
 
     def _clean(
         self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, arrival: float | None

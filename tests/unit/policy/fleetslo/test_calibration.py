@@ -99,3 +99,28 @@ def test_a_persisted_margin_that_is_not_a_positive_number_is_refused() -> None:
         Calibration.from_dict({"load": [1.0], "ttft": [1.0], "tpot": [-1.0]})
     with pytest.raises(ValueError):
         Calibration.from_dict({"tpot": ["fast"]})
+
+
+def test_a_window_the_fleet_was_not_sized_for_counts_its_hits_but_not_its_misses() -> None:
+    """Issue 13: the overload minutes after a 3x step (p90s 1.5-2.5x the model's on a fleet sized
+    for a third of the load) held the latency margins for the half hour of ``KEEP`` checks."""
+    overloaded = Calibration().model_checked(0.5, 0.040, 1.0, 0.030, sized=False)
+    assert overloaded.ttft.ratios == ()  # the miss is the load's
+    assert overloaded.tpot.ratios == (pytest.approx(0.75),)  # the model held even there
+    sized = Calibration().model_checked(0.5, 0.040, 1.0, 0.030)
+    assert sized.ttft.ratios == (pytest.approx(2.0),) and sized.tpot.ratios == (pytest.approx(0.75),)
+
+
+def test_dropped_misses_leave_the_margin_to_the_windows_the_fleet_was_sized_for() -> None:
+    def run(step_sized: bool) -> tuple[float, float, float]:
+        calibration = Calibration()
+        for _ in range(100):
+            calibration = calibration.model_checked(0.5, 0.040, 0.55, 0.042)  # sized: 1.10 and 1.05
+        for _ in range(20):  # a step's overload: twice the model's p90s
+            calibration = calibration.model_checked(0.5, 0.040, 1.0, 0.080, sized=step_sized)
+        return calibration.margins(0.9, 0.3, 20.0)
+
+    sized_only = Calibration(ttft=ErrorRatios(ratios=(1.1,) * 100), tpot=ErrorRatios(ratios=(1.05,) * 100))
+    assert run(step_sized=False) == pytest.approx(sized_only.margins(0.9, 0.3, 20.0))
+    _, ttft, tpot = run(step_sized=True)  # kept, the step's overload would be the margin
+    assert ttft > 1.8 and tpot > 1.8

@@ -11,6 +11,7 @@ from fleetslo.core.config import load
 from fleetslo.core.model import Observation, Quantiles, Reason, ReplicaCounts
 from fleetslo.core.spec import BatchActuator, FleetSLOSpec
 from fleetslo.policy.fleetslo import FleetSLOPolicy, FleetSLOState
+from fleetslo.policy.fleetslo.calibration import LoadChecks
 from fleetslo.policy.fleetslo.config import FleetSLOConfig
 from fleetslo.policy.registry import make_policy
 
@@ -229,3 +230,22 @@ def test_a_nan_token_rate_holds_instead_of_raising(field: str) -> None:
         decision, state = policy.decide(replace(obs(t, 10, 30.0), **{field: float("nan")}), state, SPEC, t)
         assert decision.replicas == 10 and decision.reason is Reason.HOLD_CONTRADICTORY_DATA
         t += 15.0
+
+
+@pytest.mark.parametrize(
+    ("rate", "sized_tokens", "counted"), [(15.0, 60_000.0, True), (15.0, 1_000.0, False), (30.0, 1e6, False)]
+)
+def test_a_latency_miss_counts_only_in_a_window_the_fleet_was_sized_for(
+    rate: float, sized_tokens: float, counted: bool
+) -> None:
+    """15 requests/s on 10 replicas is a rate the sizing meets, 30/s one it does not (the model
+    predicts 58 ms TPOT). A load sized for 60,000 tokens/s was enough, one for 1,000 missed. A TPOT
+    twice the model's counts as the model's miss only where the fleet was sized for the window."""
+    policy = FleetSLOPolicy()
+    state, t = trained_state(policy)
+    due = LoadChecks(pending=((t, sized_tokens, t - 300.0),))
+    state = replace(state, calibration=replace(state.calibration, load=due))
+    _, after = policy.decide(obs(t, 10, rate, tpot=2 * 0.045 * rate / 15.0), state, SPEC, t)
+    assert after.calibration.load.missed(t) is (sized_tokens < 10_000.0)
+    new = after.calibration.tpot.ratios[len(state.calibration.tpot.ratios) :]
+    assert len(new) == (1 if counted else 0) and all(r > 1.5 for r in new)

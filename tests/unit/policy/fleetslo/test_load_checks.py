@@ -68,3 +68,11 @@ def test_an_unusable_outcome_drops_the_due_loads_and_keeps_the_last_good_level()
     for value in (None, 0.0, float("nan"), float("inf")):
         dropped = checks.observed(H, value)
         assert dropped.pending == () and dropped.checks == () and dropped.latest == 100.0
+
+
+def test_a_load_is_missed_now_only_when_one_checked_now_fell_short_of_what_arrived() -> None:
+    checks = _sized(_sized(LoadChecks(), 0.0, 100.0), 15.0, 200.0)
+    assert not checks.missed(H)  # nothing checked yet
+    short = checks.observed(H, 150.0)
+    assert short.missed(H) and not short.missed(H + 15.0)
+    assert not short.observed(H + 15.0, 150.0).missed(H + 15.0)  # 150 arrived, 200 sized: enough
