@@ -286,6 +286,7 @@ def main() -> dict[str, Any]:
     m = int(os.environ.get("DAYS_SAMPLE", "8"))
     which = os.environ.get("DAYS_RUN", "quick")
     out_dir = Path(os.environ.get("DAYS_OUT", tempfile.gettempdir()))
+    out_dir.mkdir(parents=True, exist_ok=True)  # a DAYS_OUT not made yet lost a finished run
     if which == "table":  # the two-week run's table from what has finished so far
         return {"full": full(build(m), out_dir / f"fleetslo-days-full-1in{m}.json", run=False)}
     out: dict[str, Any] = {"launch": launch()}
