@@ -10,7 +10,7 @@ import argparse
 import asyncio
 import os
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -126,12 +126,14 @@ def _run_profile(args: argparse.Namespace) -> int:
 
 def plan_phases(concurrency: list[int], prompts: list[int], args: argparse.Namespace) -> list[Any]:
     from fleetslo.engine.bench import Phase
+    from fleetslo.sim.host_delay import HOST_DELAY_CLIENTS
 
     out = args.output_tokens
     phases = [Phase(f"c{c}", c, args.sweep_prompt, out, max(4, c * args.requests)) for c in concurrency]
     # Prompt sweep at two clients: prefill chunks then run beside a decoding sequence (mixed steps).
     phases += [Phase(f"p{p}", 2, p, max(8, out // 2), 2 * args.requests) for p in prompts]
-    return phases
+    # The host's delay is measured in the phases of few clients: not on reused connections.
+    return [replace(p, fresh_connections=p.concurrency <= HOST_DELAY_CLIENTS) for p in phases]
 
 
 def _local_server(url: str, metrics_url: str | None) -> int | None:
@@ -306,7 +308,8 @@ def _phase_line(r: Any) -> str:
     counts = f"n={len(r.ok)}/{len(r.shots)}"
     server = f" server cpu={r.server.cpu_s:.3f}s wait={r.server.wait_s:.3f}s" if r.server else ""
     line = f"{p.name} c={p.concurrency} prompt={p.prompt_tokens} out={p.output_tokens} {counts}"
-    return f"{line} wall={r.wall_s:.2f}s{server}"
+    fresh = " fresh-connections" if p.fresh_connections else ""
+    return f"{line}{fresh} wall={r.wall_s:.2f}s{server}"
 
 
 def _noise_line(spread: dict[str, float]) -> str:

@@ -29,3 +29,21 @@ def test_the_engine_only_simulation_leaves_the_front_end_and_host_out() -> None:
     assert whole is not None and engine is not None
     assert engine < whole  # the API server's work and the host's delay come on top
     assert engine == pytest.approx(simulated_p90s(profile, arrivals, engine_only=True)[0])
+
+
+def test_the_phases_the_hosts_delay_is_measured_in_use_fresh_connections() -> None:
+    # Back-to-back requests on one keep-alive connection now and then wait ~130 ms more for the
+    # first token: the phases of few clients, where the host's delay is read, must not reuse one.
+    import argparse
+
+    from fleetslo.cli.profile import plan_phases
+    from fleetslo.sim.host_delay import HOST_DELAY_CLIENTS
+
+    args = argparse.Namespace(output_tokens=32, sweep_prompt=64, requests=4)
+    phases = plan_phases([1, 2, 4, 8], [16, 256], args)
+    assert [p.name for p in phases] == ["c1", "c2", "c4", "c8", "p16", "p256"]
+    assert (
+        {p.name for p in phases if p.fresh_connections}
+        == {p.name for p in phases if p.concurrency <= HOST_DELAY_CLIENTS}
+        == {"c1", "c2", "p16", "p256"}
+    )
