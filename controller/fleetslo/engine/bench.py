@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import httpx
@@ -49,9 +49,20 @@ STEP_HISTOGRAM = "fleetslo_engine_step_duration_seconds_bucket"
 TTFT_HISTOGRAM = "vllm:time_to_first_token_seconds_bucket"
 
 
-def bucket_key(bound: float) -> str:
-    """The key of one cumulative bucket of ``STEP_HISTOGRAM`` in ``read_counters``' totals."""
-    return f"{STEP_HISTOGRAM}{{le={bound!r}}}"
+def bucket_key(bound: float, histogram: str = STEP_HISTOGRAM) -> str:
+    """The key of one cumulative bucket of ``histogram`` in ``read_counters``' totals."""
+    return f"{histogram}{{le={bound!r}}}"
+
+
+def buckets(counters: Mapping[str, float | None], histogram: str) -> list[tuple[float, float]]:
+    """``(bound, cumulative count)`` of every bucket of ``histogram`` in ``read_counters``' totals
+    (or their differences), by bound: whatever bounds the page had."""
+    prefix = f"{histogram}{{le="  # bucket_key's form
+    return sorted(
+        (float(key[len(prefix) : -1]), value)
+        for key, value in counters.items()
+        if key.startswith(prefix) and value is not None
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,8 +116,9 @@ def counter_deltas(before: dict[str, float], after: dict[str, float]) -> dict[st
         key = bucket_key(bound)
         if key in after and key in before:
             out[key] = after[key] - before[key]
-    for key, value in after.items():
-        if key.startswith(f"{TTFT_HISTOGRAM}{{le=") and key in before:
+    for bound, value in buckets(after, TTFT_HISTOGRAM):
+        key = bucket_key(bound, TTFT_HISTOGRAM)
+        if key in before:
             out[key] = value - before[key]
     return out
 

@@ -25,7 +25,7 @@ import random
 import statistics
 from collections.abc import Mapping, Sequence
 
-from fleetslo.engine.bench import TTFT_HISTOGRAM, PhaseResult
+from fleetslo.engine.bench import TTFT_HISTOGRAM, PhaseResult, buckets
 
 #: Phases with at most this many clients measure the host's delay (nothing queues in them).
 HOST_DELAY_CLIENTS = 2
@@ -42,21 +42,16 @@ def engine_ttfts(engine: Mapping[str, float | None]) -> list[float] | None:
     evenly inside each bucket (the top one at its lower bound), scaled so that their mean is the
     phase's exact mean (sum / count). ``None`` without vLLM's sums; the exact mean for every
     request without the buckets. ``engine`` is a phase's counter differences (``counter_deltas``)."""
-    e = engine
     count, total = (
-        e.get("vllm:time_to_first_token_seconds_count"),
-        e.get("vllm:time_to_first_token_seconds_sum"),
+        engine.get("vllm:time_to_first_token_seconds_count"),
+        engine.get("vllm:time_to_first_token_seconds_sum"),
     )
     if not count or total is None or count < 1:
         return None
     mean, n = total / count, round(count)
-    prefix = f"{TTFT_HISTOGRAM}{{le="
-    bounds = sorted(
-        (float(k[len(prefix) : -1]), v) for k, v in e.items() if k.startswith(prefix) and v is not None
-    )
     points: list[float] = []
     below, lower = 0.0, 0.0
-    for bound, cumulative in bounds:
+    for bound, cumulative in buckets(engine, TTFT_HISTOGRAM):
         k = round(cumulative - below)
         top = lower if math.isinf(bound) else bound
         points += [lower + (j + 0.5) / k * (top - lower) for j in range(k)] if k > 0 else []

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import io
 import json
+import math
 
 import pytest
-from fleetslo.engine.bench import TTFT_HISTOGRAM, counter_deltas, read_counters
+from fleetslo.engine.bench import TTFT_HISTOGRAM, bucket_key, counter_deltas, read_counters
 from fleetslo.engine.book import EngineBook, RequestRecord, StepRecord
 from fleetslo.sim.host_delay import engine_ttfts
 from prometheus_client import CollectorRegistry, generate_latest
@@ -61,7 +62,7 @@ def test_vllms_ttft_buckets_are_differenced_at_the_bounds_of_its_page() -> None:
     deltas = counter_deltas(before, after)
     buckets = {k: v for k, v in deltas.items() if k.startswith(TTFT_HISTOGRAM)}
     assert len(buckets) > 10  # every bound of this vLLM's histogram, none assumed
-    assert buckets[f"{TTFT_HISTOGRAM}{{le=inf}}"] == deltas["vllm:time_to_first_token_seconds_count"]
+    assert buckets[bucket_key(math.inf, TTFT_HISTOGRAM)] == deltas["vllm:time_to_first_token_seconds_count"]
     points = engine_ttfts(deltas)
     assert points is not None and len(points) == deltas["vllm:time_to_first_token_seconds_count"]
     assert sum(points) == pytest.approx(deltas["vllm:time_to_first_token_seconds_sum"])

@@ -7,7 +7,7 @@ import math
 import random
 
 import pytest
-from fleetslo.engine.bench import TTFT_HISTOGRAM, Phase, PhaseResult
+from fleetslo.engine.bench import TTFT_HISTOGRAM, Phase, PhaseResult, bucket_key
 from fleetslo.engine.client import Shot
 from fleetslo.sim.host_delay import engine_ttfts, host_delay
 
@@ -24,7 +24,7 @@ def _result(
     }
     if buckets:
         for bound in BOUNDS:
-            counts[f"{TTFT_HISTOGRAM}{{le={bound!r}}}"] = float(sum(1 for e in engine if e <= bound))
+            counts[bucket_key(bound, TTFT_HISTOGRAM)] = float(sum(1 for e in engine if e <= bound))
     shots = tuple(Shot(0.0, 64, 32, c, 0.01, True) for c in client)
     return PhaseResult(Phase(name, clients, 64, 32, len(client)), shots, 1.0, counts)
 
