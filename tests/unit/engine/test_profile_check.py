@@ -47,3 +47,42 @@ def test_the_phases_the_hosts_delay_is_measured_in_use_fresh_connections() -> No
         == {p.name for p in phases if p.concurrency <= HOST_DELAY_CLIENTS}
         == {"c1", "c2", "p16", "p256"}
     )
+
+
+async def _peer_ports(fresh: bool) -> list[int]:
+    """The client ports a closed-loop phase of one client and three requests came from."""
+    from aiohttp import web
+    from fleetslo.engine.bench import Bench, Phase
+
+    ports: list[int] = []
+
+    async def completions(request: web.Request) -> web.StreamResponse:
+        ports.append(request.transport.get_extra_info("peername")[1])  # type: ignore[union-attr]
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for _ in range(2):
+            await response.write(b'data: {"choices": [{"text": "x"}]}\n\n')
+        await response.write(b"data: [DONE]\n\n")
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/completions", completions)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        bench = Bench(f"http://127.0.0.1:{port}", "m", None)
+        result = await bench.closed(Phase("c1", 1, 8, 2, 3, fresh_connections=fresh))
+        assert [s.ok for s in result.shots] == [True] * 3
+    finally:
+        await runner.cleanup()
+    return ports
+
+
+def test_a_fresh_connections_phase_opens_one_connection_per_request() -> None:
+    import asyncio
+
+    assert len(set(asyncio.run(_peer_ports(fresh=True)))) == 3
+    assert len(set(asyncio.run(_peer_ports(fresh=False)))) == 1  # keep-alive: one connection
