@@ -7,7 +7,9 @@ when the capacity model changed the ``fleetslo`` policy's decisions and added th
 (every other key and the order unchanged), and a second time when the decision message gained the
 measured margins (one message, nothing else), and a third time when a window the model called
 saturated started to add the random walk to the speed's variance (predicted p90s move in the eighth
-digit, nothing else). Only ``wall_seconds`` varies between runs, so the golden
+digit, nothing else), and a fourth time when the model's TTFT gained the wait for a slot of the
+batch limit (predicted p90 TTFT up by about 1e-5 where 40 of the tiny engine's 64 slots are held,
+nothing else). Only ``wall_seconds`` varies between runs, so the golden
 file holds a marker there and the test checks it is present and a number. Rewrite it only for an
 intended change of the JSON or of the policy, and review the diff.
 """

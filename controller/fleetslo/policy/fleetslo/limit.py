@@ -43,6 +43,9 @@ def batch_limit(obs: Observation, state: FleetSLOState, spec: FleetSLOSpec) -> i
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if protects(mid) else (lo, mid)
     limited = model.predict(rate, mix, lo, q)
+    if not limited.limited:
+        # The cap carries the load; what it costs is the wait for a free slot, in the model's TTFT.
+        return lo if limited.ttft_p90 <= ttft else top
     served = limited.served
     backlog = max(0.0, rate - served) * spec.replicas.cold_start
     unlimited_ttft = model.predict(min(rate, served), mix, top, q).ttft_p90

@@ -20,9 +20,16 @@ it spans: an M/G/1 queue per replica with Pollaczek–Khinchine mean wait ``λ·
 and the usual exponential tail beyond the probability ``ρ`` of waiting at all; the p90 of wait +
 own service is solved over the prompt points.
 
-**The batch limit** caps the decode batch at ``L``: the replica then serves at most
-``L/(D̄·τ_L)`` requests/s with ``τ_L = c0 + L·(c_seq + c_kv·C̄ + E[s]/D̄)``; above that the queue
-grows (TTFT unbounded) while TPOT stays at what ``L`` decoders give.
+**The batch limit** ``L`` caps the running sequences, and a request holds a slot from its prefill
+to its last token (``T̄ = E[service] + (D̄ − 1)·τ``, ``λ·T̄`` slots held). Below ``L`` the cap
+costs TTFT the wait for a free slot (Erlang C for the probability of waiting, the M/M/c
+exponential tail with Allen–Cunneen's ``(1 + c²)/2`` for its decay; the p90 of slot wait +
+prefill wait + own prefill is solved with the two waits' hypoexponential sum), and it buys TPOT:
+another prompt starts only when one of the other ``L − 1`` slots frees, so a decode sees at most
+``(L − 1)/T̄`` prefills a second (none at ``L = 1``). When the load would hold ``L`` slots or
+more, steps carry ``L`` sequences, ``τ_L = c0 + L·(c_seq + c_kv·C̄ + E[s]/D̄)``, the replica serves
+``L/(D̄·τ_L)`` requests/s and the queue grows (TTFT unbounded) while TPOT stays at what ``L``
+decoders give. Checked against the simulator's engine in ``tests/unit/sim/test_model_under_a_limit.py``.
 
 What is learned online from the fleet lives in ``learning.PerformanceModel``.
 
@@ -91,22 +98,34 @@ def predict(
     cap = min(limit or cost.max_num_seqs, cost.max_num_seqs)
     w = w_p + w_d
     n = rate * out * cost.overhead_s / (1 - w) if w < 1 else INF
-    if n > cap:
-        tau = cost.overhead_s + cap * (per_token + s_mean / out)
-        served = cap / (out * tau)
-        tau_d = cost.overhead_s + cap * per_token
-        tpot = _tpot_quantile(
-            q, tau=tau, tau_d=tau_d, rate=served * interference, s_mean=s_mean, s2=s2, outputs=mix.output
-        )
-        return Prediction(INF, tpot, w, cap, True, served)
-    tau = cost.overhead_s / (1 - w)
+    tau = cost.overhead_s / (1 - w) if w < 1 else INF
     tau_d = cost.overhead_s + n * per_token
-    tpot = _tpot_quantile(
-        q, tau=tau, tau_d=tau_d, rate=rate * interference, s_mean=s_mean, s2=s2, outputs=mix.output
-    )
     service = [s + tau_d * c for s, c in zip(prefill, chunks, strict=True)]
+    # A request holds a slot of the cap from admission (its prefill) to its last token.
+    hold = sum(service) / len(service) + max(out - 1, 0.0) * tau
+    held = rate * hold
+    if held >= cap:
+        # The slots are full: steps carry at most ``cap`` sequences and their prefills.
+        tau = cost.overhead_s + cap * (per_token + s_mean / out)
+        hold = out * tau
+        if rate * hold >= cap or n > cap:
+            served = cap / hold
+            tau_d = cost.overhead_s + cap * per_token
+            # Another prompt starts only when one of the other cap - 1 slots frees.
+            seen = served * interference * (cap - 1) / cap
+            tpot = _tpot_quantile(
+                q, tau=tau, tau_d=tau_d, rate=seen, s_mean=s_mean, s2=s2, outputs=mix.output
+            )
+            return Prediction(INF, tpot, w, min(n, cap), True, served)
+        held = rate * hold
+    # The prompts that land during a request's decode are the other slots' admissions: all
+    # arrivals while the cap has room, at most the turnover of cap - 1 slots when it has not.
+    seen = rate * interference * min(1.0, (cap - 1) / held) if held > 0 else 0.0
+    tpot = _tpot_quantile(q, tau=tau, tau_d=tau_d, rate=seen, s_mean=s_mean, s2=s2, outputs=mix.output)
+    spread = _hold_spread(service, mix.output, tau, hold)
+    slot = slot_wait(cap, held, hold, spread)
     # An arrival first waits for the step in progress to end: half a mean step on average.
-    ttft = _ttft_quantile(q, rate, service) + tau / 2
+    ttft = _ttft_quantile(q, rate, service, slot) + tau / 2
     return Prediction(ttft, tpot, w, n, False, rate)
 
 
@@ -149,23 +168,68 @@ def _poisson_cdf(k: int, mu: float) -> float:
     return 1 - _NORMAL.cdf(z)
 
 
-def _ttft_quantile(q: float, rate: float, service: Sequence[float]) -> float:
-    """The q-quantile of M/G/1 wait + own service: wait 0 with probability 1 − ρ, else exponential."""
+def _hold_spread(service: Sequence[float], outputs: Sequence[float], tau: float, hold: float) -> float:
+    """Squared coefficient of variation of the slot holding time (prompt and output independent)."""
+
+    def var(xs: Sequence[float]) -> float:
+        m = sum(xs) / len(xs)
+        return sum((x - m) ** 2 for x in xs) / len(xs)
+
+    return (var(service) + tau * tau * var(outputs)) / (hold * hold) if hold > 0 else 0.0
+
+
+def slot_wait(cap: int, held: float, hold: float, spread: float) -> tuple[float, float]:
+    """(probability of waiting, decay rate of the wait) for a slot of ``cap``, ``held`` of them busy
+    on average, each for ``hold`` seconds with squared coefficient of variation ``spread``: Erlang C
+    for the probability, the M/M/c exponential tail with Allen–Cunneen's ``(1 + c²)/2`` for the
+    decay. ``(0, inf)`` when the cap is far above what the load holds (the engine's maximum)."""
+    if held <= 0 or cap - held > 6 * math.sqrt(held) + 6:
+        return 0.0, INF
+    erlang_b = 1.0
+    for k in range(1, cap + 1):
+        erlang_b = held * erlang_b / (k + held * erlang_b)
+    waiting = cap * erlang_b / (cap - held * (1 - erlang_b))
+    return min(1.0, waiting), (cap - held) / hold * 2 / (1 + spread)
+
+
+def _ttft_quantile(
+    q: float, rate: float, service: Sequence[float], slot: tuple[float, float] = (0.0, INF)
+) -> float:
+    """The q-quantile of slot wait + M/G/1 prefill wait + own service. Each wait is 0 with some
+    probability (1 − P for the slot, 1 − ρ for the prefill queue), else exponential; the sum of
+    the two exponentials is hypoexponential."""
     mean = sum(service) / len(service)
     rho = rate * mean
     if rho >= 1:
         return INF
     wait = rate * sum(s * s for s in service) / len(service) / (2 * (1 - rho))
     decay = rho / wait if wait > 0 else INF
+    p_slot, theta = slot
+
+    def waits_above(u: float) -> float:
+        if u < 0:
+            return 1.0
+        a = rho * math.exp(-u * decay) if decay < INF else 0.0
+        if p_slot <= 0 or theta == INF:
+            return a
+        b = math.exp(-u * theta)
+        if decay == INF:
+            both = b
+        elif abs(theta - decay) < 1e-9 * theta:
+            both = (1 + theta * u) * b
+        else:
+            both = (theta * math.exp(-u * decay) - decay * b) / (theta - decay)
+        return (1 - p_slot) * a + p_slot * ((1 - rho) * b + rho * both)
 
     def above(t: float) -> float:
-        total = 0.0
-        for s in service:
-            total += 1.0 if s > t else rho * math.exp(-(t - s) * decay) if decay < INF else 0.0
-        return total / len(service)
+        return sum(1.0 if s > t else waits_above(t - s) for s in service) / len(service)
 
     tail = math.log(max(rho, 1e-12) / (1 - q)) / decay if decay < INF else 0.0
+    if p_slot > 0 and theta < INF:
+        tail = max(tail, 0.0) + math.log(max(p_slot, 1e-12) / (1 - q)) / theta
     lo, hi = 0.0, max(service) + max(tail, 0.0)
+    while above(hi) > 1 - q:  # the two tails' sum can reach past the sum of their quantiles
+        hi *= 2
     for _ in range(_BISECTIONS):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if above(mid) > 1 - q else (lo, mid)

@@ -53,9 +53,13 @@ def test_at_equal_utilization_long_prompts_make_a_worse_tpot_tail() -> None:
     assert at_utilization(prompts, 0.4) > 1.2 * at_utilization(outputs, 0.4)
 
 
-def test_a_batch_limit_above_the_batch_the_load_needs_changes_nothing() -> None:
+def test_a_batch_limit_far_above_the_slots_the_load_holds_changes_nothing() -> None:
+    """Far above: no wait for a slot worth computing; just above, the wait shows in TTFT only."""
     free = predict(MI325X, 3.0, CHAT, None)
-    assert predict(MI325X, 3.0, CHAT, math.ceil(free.batch) + 5) == free
+    assert predict(MI325X, 3.0, CHAT, 3 * math.ceil(free.batch)) == free
+    near = predict(MI325X, 3.0, CHAT, math.ceil(free.batch) + 5)
+    assert not near.limited and near.tpot_p90 == free.tpot_p90
+    assert free.ttft_p90 < near.ttft_p90 < math.inf
     capped = predict(MI325X, 3.0, CHAT, max(1, int(free.batch / 2)))
     assert capped.limited and capped.served < 3.0 and capped.ttft_p90 == math.inf
     assert capped.tpot_p90 < free.tpot_p90  # what the limit buys, at TTFT's expense
