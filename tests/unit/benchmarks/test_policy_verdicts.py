@@ -48,3 +48,38 @@ def test_a_flap_is_a_scale_down_asked_back_within_the_stabilization_window() -> 
     assert flaps([event(0, 10, 9), event(200, 9, 12)]) == 1
     assert flaps([event(0, 10, 9), event(400, 9, 12)]) == 0
     assert flaps([event(0, 10, 12), event(100, 12, 11)]) == 0
+
+
+def test_prediction_errors_report_the_last_windows_p90s_as_a_reference_predictor() -> None:
+    from types import SimpleNamespace
+
+    from fleetslo.sim.result_types import DecisionRecord
+
+    from benchmarks.bench_policy import prediction_errors
+
+    def decision(t: float, predicted: float, observed: float, ready: int = 4) -> DecisionRecord:
+        return DecisionRecord(t, ready, ready, 0, predicted, 0.040, observed, 0.040)
+
+    # The model says 1.0 s each time; the windows show 1.0, 2.0, 2.0, 2.0: the model misses the
+    # three later windows by half, the last window's p90 misses only the first change.
+    steady = [decision(300.0, 1.0, 1.0), decision(360.0, 1.0, 2.0), decision(420.0, 1.0, 2.0),
+              decision(480.0, 1.0, 2.0)]  # fmt: skip
+    report = prediction_errors(SimpleNamespace(windows=[], decisions=steady))
+    assert report is not None and report["decisions"] == 3
+    assert report["ttft_within"] == 0.0 and report["tpot_within"] == 1.0
+    assert report["persistence"]["ttft_within"] == 2 / 3
+    # A fleet that changed between a decision and the next window is not judged, for either.
+    changed = [decision(300.0, 1.0, 1.0), decision(360.0, 1.0, 2.0, ready=5)]
+    assert prediction_errors(SimpleNamespace(windows=[], decisions=changed)) is None
+
+
+def test_the_settling_verdict_shows_the_reactive_frontier_beside_it() -> None:
+    reference = {"headroom": 0.6, "attainment": 0.92, "replica_hours": 35.0, "settle_s": None,
+                 "last_quarter_size": 1.61}  # fmt: skip
+    lines = verdicts([row("fleetslo", 0.915, 53.0, "step", recovered_s=300.0, settle_s=None,
+                          last_quarter_size=1.7, frontier_after_step=reference),
+                      row("oracle", 1.0, 27.0, "step")])  # fmt: skip
+    settle = next(line for line in lines if "within 15%" in line)
+    assert "last quarter hour 1.70x the oracle's size" in settle
+    assert "(no-foresight frontier at 0.920, +60%: settled never, 1.61x)" in settle
+    assert settle.endswith("NOT MET")
