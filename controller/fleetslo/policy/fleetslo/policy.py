@@ -25,7 +25,6 @@ Pure: everything comes in as arguments and goes out in the returned decision and
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -39,7 +38,7 @@ from fleetslo.policy.fleetslo.learning import PerformanceModel
 from fleetslo.policy.fleetslo.limit import batch_limit
 from fleetslo.policy.fleetslo.perf_model import Prediction
 from fleetslo.policy.fleetslo.physics import CONSERVATIVE_PRIOR
-from fleetslo.policy.fleetslo.sizing import Sizing
+from fleetslo.policy.fleetslo.sizing import Sizing, smallest
 from fleetslo.policy.fleetslo.state import FleetSLOState
 from fleetslo.policy.stages import Step, run_chain
 
@@ -266,7 +265,7 @@ class FleetSLOPolicy:
         if state.model.prior is CONSERVATIVE_PRIOR or state.model.windows == 0:
             message = f"{message} [{state.model.describe()}]"
         message = f"{message}; {state.calibration.describe(*self._calibration_args())}"
-        plan = self._feedback(_Plan(need, reason, message), obs, spec)
+        plan = self._feedback(_Plan(need, reason, message), obs, state, spec)
         return replace(plan, tokens=load * per_request)
 
     def _cheapest(self, load: float, state: FleetSLOState, spec: FleetSLOSpec) -> tuple[int, Prediction]:
@@ -276,7 +275,7 @@ class FleetSLOPolicy:
             return self._at(load / n, state, spec)
 
         # Searched past the maximum, so the clamp (with its own reason) is what caps the answer.
-        return _smallest(lambda n: self._meets(load / n, state, spec), at, 2 * max(spec.replicas.max, 1))
+        return smallest(lambda n: self._meets(load / n, state, spec), at, 2 * max(spec.replicas.max, 1))
 
     @staticmethod
     def _at(rate: float, state: FleetSLOState, spec: FleetSLOSpec) -> Prediction:
@@ -317,6 +316,14 @@ class FleetSLOPolicy:
         return any(change < 0 and t > now - window for t, change in state.chain.events)
 
     @staticmethod
+    def _joined(state: FleetSLOState, obs: Observation) -> bool:
+        """The ready count changed within the window, and not by a scale-down."""
+        since = state.ready_since
+        if since is None or obs.at - since[1] >= obs.window:
+            return False
+        return not any(change < 0 and t > obs.at - obs.window for t, change in state.chain.events)
+
+    @staticmethod
     def _warming_up(state: FleetSLOState, obs: Observation) -> bool:
         return state.first_seen is None or obs.at - state.first_seen < obs.window
 
@@ -329,24 +336,28 @@ class FleetSLOPolicy:
             return _Plan(need, Reason.SCALE_UP_SLO_BREACH, f"{why}; p90 at {pressure:.2f}x target: {need}")
         return _Plan(current, Reason.STEADY, f"{why}; targets met: hold at {current}")
 
-    def _feedback(self, plan: _Plan, obs: Observation, spec: FleetSLOSpec) -> _Plan:
+    def _feedback(self, plan: _Plan, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec) -> _Plan:
         """A p90 above target although the sizing says enough: add replicas in proportion.
 
         In proportion to the *ready* replicas, with the starting ones credited: the breach lasts
         through their cold start, and multiplying again every decision until they serve would
-        compound one breach into a fleet many times too large.
+        compound one breach into a fleet many times too large. Not for TTFT alone while replicas
+        joined within the window (and none left): a least-loaded router sends a new replica every
+        arrival until it holds as many as the others, and their prefills queue there, so p90 TTFT
+        spikes for that window on a fleet that just grew; more replicas would repeat it.
         """
         current = obs.replicas.provisioned
         pressure = signals.breach(obs, spec, self.config.breach_band)
         if pressure is None or plan.replicas > current:
             return plan
-        need = math.ceil(obs.replicas.ready * min(pressure, 2.0))
+        joined = self._joined(state, obs) and signals.tpot_breach(obs, spec, self.config.breach_band) is None
+        need = current if joined else math.ceil(obs.replicas.ready * min(pressure, 2.0))
         if need <= current:
-            return (
-                plan
-                if plan.replicas == current
-                else _Plan(current, Reason.STEADY, f"{plan.message}; breach: hold")
-            )
+            if plan.replicas == current and not joined:
+                return plan
+            why = f"p90 at {pressure:.2f}x while replicas joined" if joined else "breach"
+            reason = plan.reason if plan.replicas == current else Reason.STEADY
+            return _Plan(current, reason, f"{plan.message}; {why}: hold")
         message = f"p90 at {pressure:.2f}x its target although sized for it: {current} -> {need}"
         return _Plan(need, Reason.SCALE_UP_SLO_BREACH, message)
 
@@ -379,20 +390,6 @@ class FleetSLOPolicy:
         return state.model.predict(
             arrival / replicas, state.mix, limit or obs.batch_limit, spec.objectives.tpot.quantile
         )
-
-
-def _smallest(
-    ok: Callable[[int], bool], at: Callable[[int], Prediction], high: int
-) -> tuple[int, Prediction]:
-    """The smallest n in [1, high] with ``ok(n)`` (monotone), by doubling then bisection; ``high``
-    when none is."""
-    low, n = 1, 1
-    while n < high and not ok(n):
-        low, n = n + 1, min(high, n * 2)
-    while low < n:
-        mid = (low + n) // 2
-        low, n = (low, mid) if ok(mid) else (mid + 1, n)
-    return n, at(n)
 
 
 def _finite(value: float) -> float | None:

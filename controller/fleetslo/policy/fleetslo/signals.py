@@ -143,14 +143,25 @@ def breach(obs: Observation, spec: FleetSLOSpec, band: float) -> float | None:
     is known (``*_attainment``, exact behind the fleetslo gate) and meets the quantile, the
     target held whatever the interpolation says.
     """
-    worst = None
-    objectives = spec.objectives
-    tpot = tpot_p90(obs)
-    for p90, target, attained, quantile in (
-        (obs.ttft.p90, objectives.ttft.threshold, obs.ttft_attainment, objectives.ttft.quantile),
-        (tpot, objectives.tpot.threshold, obs.tpot_attainment, objectives.tpot.quantile),
-    ):
-        if p90 is None or p90 <= target * band or (attained is not None and attained >= quantile):
-            continue
-        worst = max(worst or 0.0, p90 / target)
-    return worst
+    ratios = [r for r in (ttft_breach(obs, spec, band), tpot_breach(obs, spec, band)) if r is not None]
+    return max(ratios, default=None)
+
+
+def ttft_breach(obs: Observation, spec: FleetSLOSpec, band: float) -> float | None:
+    """p90 TTFT over its target, when beyond ``band`` (see ``breach``)."""
+    o = spec.objectives.ttft
+    return _over(obs.ttft.p90, o.threshold, obs.ttft_attainment, o.quantile, band)
+
+
+def tpot_breach(obs: Observation, spec: FleetSLOSpec, band: float) -> float | None:
+    """p90 TPOT (ITL without it) over its target, when beyond ``band`` (see ``breach``)."""
+    o = spec.objectives.tpot
+    return _over(tpot_p90(obs), o.threshold, obs.tpot_attainment, o.quantile, band)
+
+
+def _over(
+    p90: float | None, target: float, attained: float | None, quantile: float, band: float
+) -> float | None:
+    if p90 is None or p90 <= target * band or (attained is not None and attained >= quantile):
+        return None
+    return p90 / target

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from fleetslo.core.model import Reason
@@ -34,3 +35,15 @@ class Sizing:
         if self.need < self.current:
             return Reason.SCALE_DOWN_LOW_LOAD, basis
         return Reason.STEADY, f"{basis}: hold"
+
+
+def smallest(ok: Callable[[int], bool], at: Callable[[int], Prediction], high: int) -> tuple[int, Prediction]:
+    """The smallest n in [1, high] with ``ok(n)`` (monotone), by doubling then bisection; ``high``
+    when none is."""
+    low, n = 1, 1
+    while n < high and not ok(n):
+        low, n = n + 1, min(high, n * 2)
+    while low < n:
+        mid = (low + n) // 2
+        low, n = (low, mid) if ok(mid) else (mid + 1, n)
+    return n, at(n)

@@ -249,3 +249,28 @@ def test_a_latency_miss_counts_only_in_a_window_the_fleet_was_sized_for(
     assert after.calibration.load.missed(t) is (sized_tokens < 10_000.0)
     new = after.calibration.tpot.ratios[len(state.calibration.tpot.ratios) :]
     assert len(new) == (1 if counted else 0) and all(r > 1.5 for r in new)
+
+
+def test_a_breach_while_replicas_join_holds_and_one_on_the_grown_fleet_scales_up() -> None:
+    """A least-loaded router floods a new replica with arrivals until it holds as many as the
+    others (decode-heavy traffic in the suite: p90 TTFT 2.9 s in the window two replicas joined,
+    0.5 s the window after); feeding that back bought two replicas whose joining did it again."""
+    policy = FleetSLOPolicy()
+    state, t = trained_state(policy)
+    joined, state = policy.decide(obs(t, 12, 30.0, ttft=3.0), state, SPEC, t)
+    assert joined.reason is not Reason.SCALE_UP_SLO_BREACH and joined.replicas == 12
+    assert "x while replicas joined: hold" in joined.message
+    for dt in (15.0, 30.0, 45.0):  # the same fleet, still inside the window they joined in
+        held, state = policy.decide(obs(t + dt, 12, 30.0, ttft=3.0), state, SPEC, t + dt)
+        assert held.replicas == 12
+    settled, _ = policy.decide(obs(t + 60.0, 12, 30.0, ttft=3.0), state, SPEC, t + 60.0)
+    assert settled.reason is Reason.SCALE_UP_SLO_BREACH and settled.replicas == 18
+
+
+def test_a_breach_after_replicas_left_is_fed_back_at_once() -> None:
+    policy = FleetSLOPolicy()
+    state, t = trained_state(policy, ready=12)
+    state = replace(state, chain=replace(state.chain, events=((t - 15.0, -2),)))
+    decision, _ = policy.decide(obs(t, 10, 30.0, ttft=3.0), state, SPEC, t)
+    assert decision.reason is Reason.SCALE_UP_SLO_BREACH and decision.replicas == 15
+
