@@ -273,4 +273,3 @@ def test_a_breach_after_replicas_left_is_fed_back_at_once() -> None:
     state = replace(state, chain=replace(state.chain, events=((t - 15.0, -2),)))
     decision, _ = policy.decide(obs(t, 10, 30.0, ttft=3.0), state, SPEC, t)
     assert decision.reason is Reason.SCALE_UP_SLO_BREACH and decision.replicas == 15
-
