@@ -151,3 +151,28 @@ def test_a_fleet_that_scales_up_and_down_for_hours_keeps_only_the_histories_a_wi
     assert len(gone) >= 200  # hundreds of replicas came and went
     assert sum(r.ring is not None for r in gone) == 0  # none of their histories is kept
     assert f.replica_seconds(9600.0) > 0 and f.preemptions() == 0  # the cost still counts every one
+
+
+def test_a_new_replica_takes_every_arrival_until_it_holds_as_many_and_their_prefills_queue_there() -> None:
+    """What a least-outstanding router does to a newcomer (the policy's join hold rests on it):
+    the first 40 arrivals after it joins all go to it, their prefills queue behind each other, so
+    their TTFT grows with their place in line, while the next arrivals, spread again, see none of it."""
+    f = fleet(4)
+    for i in range(160):
+        f.route(SimRequest(i, 0.0, 200, 20_000), 0.0)  # long decodes: 40 outstanding per replica
+    drain_events(f, until=5.0)
+    f.scale_to(5, 5.0)
+    f.promote_due(105.0)
+    drain_events(f, until=105.0)
+    newcomer = f.ready[-1]
+    arrivals = [SimRequest(1000 + i, 105.0 + 0.01 * i, 2000, 10) for i in range(44)]
+    for r in arrivals:
+        drain_events(f, until=r.arrival)
+        f.route(r, r.arrival)
+        if r.index < 1040:
+            assert newcomer.outstanding() == r.index - 999  # every one of the first 40 went to it
+    drain_events(f, until=200.0)
+    ttft = [r.first_token - r.arrival for r in arrivals if r.first_token is not None]
+    assert len(ttft) == 44
+    assert ttft[0] < 0.3 and ttft[39] > 25 * ttft[0]  # 0.21 s first in line, 7.9 s fortieth
+    assert all(t < 0.3 for t in ttft[40:])  # spread again: no queue
