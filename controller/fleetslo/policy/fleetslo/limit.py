@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from fleetslo.core.model import Observation
 from fleetslo.core.spec import BatchActuator, FleetSLOSpec
-from fleetslo.policy.fleetslo import signals
 from fleetslo.policy.fleetslo.state import FleetSLOState
 
 
@@ -22,7 +21,7 @@ def batch_limit(obs: Observation, state: FleetSLOState, spec: FleetSLOSpec) -> i
     """
     if spec.batch_limit.actuator == BatchActuator.NONE:
         return None
-    arrival = signals.arrival_rate(obs, state.last_outstanding, obs.at)
+    arrival = obs.request_rate  # as the sizing reads it (``FleetSLOPolicy._plan``)
     top, bottom = spec.batch_limit.max, spec.batch_limit.min
     ready = obs.replicas.ready
     if state.mix is None or not arrival or ready <= 0 or obs.replicas.starting == 0:
