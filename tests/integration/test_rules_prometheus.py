@@ -367,17 +367,27 @@ def test_the_sli_is_the_captures_share_of_slow_requests_in_both_name_forms(prom:
             UNDER_LOAD, "request_time_per_output_token_seconds", "0.05"
         ),
     }
+    # Exact in theory (every series of a page is the capture times one factor). The likely reason
+    # it is not always: the ratio is
+    # 1 - good / requests of two recorded series, each a rate() evaluated on its own: with scrapes
+    # and evaluations both every second, a scrape ingested between the two evaluations gives them
+    # different samples, and while a series is seconds old rate()'s extrapolation to the window's
+    # edges weighs one sample heavily (loaded CI runs read 0.60825 against 0.60759 at 5m, and
+    # 0.16277 against 0.17021 for qwen-mini's TTFT at 1h). So each window is polled until it holds:
+    # a wrong bucket or a missing name form never does, and fails with the last values read.
     for window in ("5m", "1h"):
-        got = {
-            (r["metric"]["model_name"], r["metric"]["slo"]): float(r["value"][1])
-            for r in prom.query(cv.rule_slo_error_ratio(window))
-        }
+        deadline, got = time.monotonic() + 30.0, {}
+        while True:
+            got = {
+                (r["metric"]["model_name"], r["metric"]["slo"]): float(r["value"][1])
+                for r in prom.query(cv.rule_slo_error_ratio(window))
+            }
+            held = all(k in got and got[k] == pytest.approx(v, rel=5e-3) for k, v in expected.items())
+            if held or time.monotonic() > deadline:
+                break
+            time.sleep(1.0)
         for key, value in expected.items():
-            # Exact in theory (every series of a page is the capture times one factor). One CI run
-            # on a loaded host read 0.60825 for tiny-llama's TTFT at 5m against the capture's
-            # 0.60759 (0.1 % off; cause not found: both servers' series are proportional within
-            # each scrape). A wrong bucket or a missing name form is off by far more than 0.5 %.
-            assert got[key] == pytest.approx(value, rel=5e-3), (window, key)
+            assert got.get(key) == pytest.approx(value, rel=5e-3), (window, key, got)
 
 
 def test_burn_alerts_reach_the_state_the_data_implies(prom: PrometheusServer) -> None:
