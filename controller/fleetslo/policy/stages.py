@@ -173,6 +173,11 @@ class ChainState:
     events: tuple[tuple[float, int], ...] = ()
     last_change_at: float | None = None
 
+    def shrank_since(self, start: float) -> bool:
+        """Whether the chain removed replicas after ``start`` (``run_chain`` keeps events for its
+        longest rate-limit period or ``keep_events_s``: an older ``start`` is not answered)."""
+        return any(change < 0 and t > start for t, change in self.events)
+
 
 @dataclass(frozen=True, slots=True)
 class _Context:

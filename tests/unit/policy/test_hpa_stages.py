@@ -13,6 +13,7 @@ from fleetslo.policy.baselines.hpa import (
     run_chain,
     stabilize,
 )
+from fleetslo.policy.stages import ChainState
 
 DEFAULT = Behavior()
 
@@ -124,3 +125,10 @@ def test_chain_prunes_history_older_than_every_window() -> None:
     _, state = run_chain((3, Reason.STEADY, ""), 3, state, DEFAULT, bounds=(1, 9), now=1000.0)
     assert state.recommendations == ((1000.0, 3),)
     assert state.events == ()
+
+
+def test_the_chain_says_whether_it_removed_replicas_after_a_time() -> None:
+    chain = ChainState(events=((100.0, 3), (160.0, -2), (220.0, 1)))
+    assert chain.shrank_since(100.0) and chain.shrank_since(159.0)
+    assert not chain.shrank_since(160.0)  # the scale-down at 160 s is not after 160 s
+    assert not ChainState().shrank_since(0.0)

@@ -316,8 +316,7 @@ class FleetSLOPolicy:
 
     def _just_shrank(self, state: FleetSLOState, now: float) -> bool:
         """A scale-down happened within the scale-down stabilization window."""
-        window = self.config.behavior.scale_down.stabilization_s
-        return any(change < 0 and t > now - window for t, change in state.chain.events)
+        return state.chain.shrank_since(now - self.config.behavior.scale_down.stabilization_s)
 
     @staticmethod
     def _joined(state: FleetSLOState, obs: Observation) -> bool:
@@ -325,7 +324,7 @@ class FleetSLOPolicy:
         since = state.ready_since
         if since is None or obs.at - since[1] >= obs.window:
             return False
-        return not any(change < 0 and t > obs.at - obs.window for t, change in state.chain.events)
+        return not state.chain.shrank_since(obs.at - obs.window)
 
     @staticmethod
     def _warming_up(state: FleetSLOState, obs: Observation) -> bool:
