@@ -368,8 +368,8 @@ def test_the_sli_is_the_captures_share_of_slow_requests_in_both_name_forms(prom:
         ),
     }
     # Exact in theory (every series of a page is the capture times one factor). The likely reason
-    # it is not always: the ratio is
-    # 1 - good / requests of two recorded series, each a rate() evaluated on its own: with scrapes
+    # it is not always: the ratio is 1 - good / requests of two recorded series, each a rate()
+    # evaluated on its own: with scrapes
     # and evaluations both every second, a scrape ingested between the two evaluations gives them
     # different samples, and while a series is seconds old rate()'s extrapolation to the window's
     # edges weighs one sample heavily (loaded CI runs read 0.60825 against 0.60759 at 5m, and
