@@ -228,10 +228,23 @@ def test_the_demo_agrees_with_fleetslo_simulate_on_the_same_trace(demo: Ran) -> 
     windows = len([w for w in live["windows"] if w["met"] is not None])
     assert live["requests"] == simulated["requests"]
     assert abs(live["request_attainment"] - simulated["request_attainment"]) <= REQUESTS_TOLERANCE
-    assert abs(live["mean_replicas"] - simulated["mean_replicas"]) <= MEAN_REPLICAS_TOLERANCE
+    assert abs(live["mean_replicas"] - simulated["mean_replicas"]) <= MEAN_REPLICAS_TOLERANCE, _scale_steps(
+        live, simulated
+    )
     assert (
         abs(live["window_attainment"] - simulated["window_attainment"]) * windows <= WINDOWS_TOLERANCE + 1e-9
     )
+
+
+def _scale_steps(live: dict[str, Any], simulated: dict[str, Any]) -> str:
+    """Both fleets' scale events, for a failure to show where the two runs parted."""
+    lines = [f"mean replicas {live['mean_replicas']:.2f} live, {simulated['mean_replicas']:.2f} simulated"]
+    for name, run in (("live", live), ("simulated", simulated)):
+        for e in run["events"]:
+            lines.append(f"{name} {e['t_s']:g}s {e['replicas_from']}->{e['replicas_to']}: {e['message']}")
+        for w in run["windows"]:
+            lines.append(f"{name} window {w['start_s']:g}s p90 TTFT {w['p90_ttft_s']} TPOT {w['p90_tpot_s']}")
+    return "\n".join(lines)
 
 
 #: Measures the laid-out page in the browser: how far the summary table and the page overflow

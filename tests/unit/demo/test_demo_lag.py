@@ -51,3 +51,11 @@ def test_the_next_speedup_brings_the_lag_within_budget() -> None:
     assert lag.slower(10.0, mild, 1.0) == 5.0  # at least halved
     assert lag.slower(1.5, behind, 1.0) == 1.0
     assert lag.slower(1.0, behind, 1.0) is None
+
+
+def test_by_default_one_check_behind_gives_up_the_run() -> None:
+    """A check spans 50 simulated seconds at 10×, most of the window the controller's p90s cover:
+    a run whose host fell behind for one of them was decided by the host, not the controller."""
+    check = lag.HostCheck(meter_with(lag.LOADGEN, 0.05), 10.0, 2.0)
+    assert check.check(100.0) is not None
+    assert check.gave_up is not None and check.summary()["kept_up"] is False

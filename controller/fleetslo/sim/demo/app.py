@@ -126,11 +126,12 @@ def _notes(live: SimResult, options: DemoOptions, restarts: list[dict[str, Any]]
     """What the report and the output say about how the run went (besides its numbers)."""
     host = live.host or {}
     worst = ", ".join(f"{k} {v:g} ms" for k, v in (host.get("worst_lag_wall_ms") or {}).items())
+    in_a_row = f", never {lag.PATIENCE} in a row" if lag.PATIENCE > 1 else ""
     notes = [
         f"Host: kept up with {options.speedup:g}× real time — p90 lag of every part within "
         f"{host.get('lag_budget_simulated_s', 0):.2f} s simulated in {host.get('checks', 0)} checks of "
-        f"{lag.WINDOW_S:g} s ({host.get('checks_behind', 0)} found it behind, never "
-        f"{lag.PATIENCE} in a row); worst single lag: {worst or '—'}."
+        f"{lag.WINDOW_S:g} s ({host.get('checks_behind', 0)} found it behind"
+        f"{in_a_row}); worst single lag: {worst or '—'}."
     ]
     notes += [f"Restarted: at {r['speedup']:g}× the host fell behind ({r['behind']})." for r in restarts]
     if live.stop is not None and live.stop.interrupted:
