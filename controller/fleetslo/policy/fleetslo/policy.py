@@ -143,7 +143,8 @@ class FleetSLOPolicy:
             calibration = replace(calibration, load=calibration.load.observed(now, tokens, keep=keep))
         calibration = self._check_model(obs, state, spec, calibration)
         held = signals.outstanding(obs)
-        ready = obs.replicas.ready
+        ready, since = obs.replicas.ready, state.ready_since
+        changed = since is None or since[0] != ready
         state = replace(
             state,
             first_seen=first_seen,
@@ -151,9 +152,8 @@ class FleetSLOPolicy:
             mix=mix,
             last_outstanding=state.last_outstanding if held is None else (now, held),
             calibration=calibration,
-            ready_since=state.ready_since
-            if state.ready_since and state.ready_since[0] == ready
-            else (ready, now),
+            ready_since=(ready, now) if changed else since,
+            ready_before=(since[0] if since else None) if changed else state.ready_before,
         )
         if mix is not None and self._clean(obs, state, spec, arrival):
             state = replace(state, service_time=signals.service_time(obs, state.service_time))
@@ -320,9 +320,10 @@ class FleetSLOPolicy:
 
     @staticmethod
     def _joined(state: FleetSLOState, obs: Observation) -> bool:
-        """The ready count changed within the window, and not by a scale-down."""
-        since = state.ready_since
-        if since is None or obs.at - since[1] >= obs.window:
+        """The ready count last changed within the window, and grew: not by a scale-down, not by
+        replicas lost (a crash is capacity gone, and its breach is the feedback's to answer)."""
+        since, before = state.ready_since, state.ready_before
+        if since is None or before is None or since[0] <= before or obs.at - since[1] >= obs.window:
             return False
         return not state.chain.shrank_since(obs.at - obs.window)
 

@@ -43,6 +43,9 @@ class FleetSLOState:
     calibration: Calibration = field(default_factory=Calibration)
     #: (ready replicas, since when): a window judges the fleet it ran on only once that long.
     ready_since: tuple[int, float] | None = None
+    #: The ready count before it last changed: a change that grew it is replicas joining, one that
+    #: shrank it without a scale-down is replicas lost (a crash, an eviction).
+    ready_before: int | None = None
 
     def learned(self) -> dict[str, Any]:
         """The learned model and mix as a JSON-safe dict (``resume`` reads it back)."""

@@ -273,3 +273,16 @@ def test_a_breach_after_replicas_left_is_fed_back_at_once() -> None:
     state = replace(state, chain=replace(state.chain, events=((t - 15.0, -2),)))
     decision, _ = policy.decide(obs(t, 10, 30.0, ttft=3.0), state, SPEC, t)
     assert decision.reason is Reason.SCALE_UP_SLO_BREACH and decision.replicas == 15
+
+
+@pytest.mark.parametrize("starting", [0, 2])
+def test_a_breach_after_replicas_crashed_is_fed_back_at_once(starting: int) -> None:
+    """Two replicas lost without a scale-down (a crash: Kubernetes restarts them, so they show as
+    starting; an eviction: they are gone). The ready count changed within the window, but it shrank:
+    that is capacity lost, not a newcomer being flooded, and the breach must not be held."""
+    policy = FleetSLOPolicy()
+    state, t = trained_state(policy, ready=12)
+    lost = obs(t, 10, 30.0, ttft=3.0, replicas=ReplicaCounts(10, starting=starting))
+    decision, _ = policy.decide(lost, state, SPEC, t)
+    assert decision.reason is Reason.SCALE_UP_SLO_BREACH and decision.replicas == 15, decision.message
+    assert "joined" not in decision.message
