@@ -13,8 +13,8 @@ Two knobs on two time scales, both chosen from one model of what a replica carri
 
 The model learns online from every clean window (``PerformanceModel.learn``) and starts from the
 engine profile's step costs when one is configured, from a conservative prior otherwise (the
-decision's message says which). Feedback adds replicas in proportion when an observed p90 breaches
-anyway; every decision carries the predicted p90s behind it.
+decision's message says which). Feedback (``feedback``) adds replicas in proportion when an
+observed p90 breaches anyway; every decision carries the predicted p90s behind it.
 
 Safety: missing, stale or contradictory data holds, with a reason, and never scales down; a partial
 picture may scale up but not down; limits are the one shared chain (``stages.run_chain``).
@@ -25,15 +25,16 @@ Pure: everything comes in as arguments and goes out in the returned decision and
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from fleetslo.core.model import Decision, Observation, Reason
 from fleetslo.core.spec import FleetSLOSpec
 from fleetslo.policy.base import Carried, Restored
-from fleetslo.policy.fleetslo import carry, signals
+from fleetslo.policy.fleetslo import carry, feedback, signals
 from fleetslo.policy.fleetslo.calibration import LOAD_KEEP_HORIZONS, Calibration
 from fleetslo.policy.fleetslo.config import FleetSLOConfig
+from fleetslo.policy.fleetslo.feedback import Plan
 from fleetslo.policy.fleetslo.learning import PerformanceModel
 from fleetslo.policy.fleetslo.limit import batch_limit
 from fleetslo.policy.fleetslo.perf_model import Prediction
@@ -51,15 +52,6 @@ _LIMIT_ROOM = 0.9
 #: Requests/s of a replica that is as good as idle (the model's floor: one request's latencies).
 _IDLE_RATE = 1e-3
 _STATIONARY = 0.1
-
-
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    replicas: int
-    reason: Reason
-    message: str
-    #: The load sized for (tokens/s, before the margin), checked one horizon later.
-    tokens: float | None = None
 
 
 class FleetSLOPolicy:
@@ -202,11 +194,11 @@ class FleetSLOPolicy:
 
     # --- planning ---------------------------------------------------------------------------
 
-    def _plan(self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec) -> _Plan:
+    def _plan(self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec) -> Plan:
         cfg = self.config
         current = obs.replicas.provisioned
         if self._warming_up(state, obs):
-            return self._feedback_plan(obs, spec, "first window filling")
+            return feedback.without_model(obs, spec, cfg.breach_band, "first window filling")
         # The completion rate (a one-minute average), not ``signals.arrival_rate``: the 15-second
         # growth of the requests held, added here, cost 1-31 % more replica-hours on 9 of 10
         # workloads (long-context 0.966 -> 0.949) for two windows on the ramp and one after the
@@ -214,13 +206,13 @@ class FleetSLOPolicy:
         arrival = obs.request_rate
         service_time = state.service_time or signals.service_time(obs, None)
         if state.mix is None or arrival is None or service_time is None:
-            return self._feedback_plan(obs, spec, "no request mix (token rates) to size by yet")
+            why = "no request mix (token rates) to size by yet"
+            return feedback.without_model(obs, spec, cfg.breach_band, why)
         if not self._meets(_IDLE_RATE, state, spec):
             # Not even an idle replica meets the targets by the model: the model (a prior far
             # from this engine) or the targets are wrong, and sizing by it would buy the maximum.
-            return self._feedback_plan(
-                obs, spec, f"model cannot meet the targets at any size [{state.model.describe()}]"
-            )
+            why = f"model cannot meet the targets at any size [{state.model.describe()}]"
+            return feedback.without_model(obs, spec, cfg.breach_band, why)
         horizon = spec.replicas.cold_start + cfg.interval
         per_request = state.mix.tokens_per_request
         ahead = state.forecast.ahead(
@@ -269,7 +261,7 @@ class FleetSLOPolicy:
         if state.model.prior is CONSERVATIVE_PRIOR or state.model.windows == 0:
             message = f"{message} [{state.model.describe()}]"
         message = f"{message}; {state.calibration.describe(*self._calibration_args())}"
-        plan = self._feedback(_Plan(need, reason, message), obs, state, spec)
+        plan = feedback.corrected(Plan(need, reason, message), obs, state, spec, cfg.breach_band)
         return replace(plan, tokens=load * per_request)
 
     def _cheapest(self, load: float, state: FleetSLOState, spec: FleetSLOSpec) -> tuple[int, Prediction]:
@@ -319,51 +311,8 @@ class FleetSLOPolicy:
         return state.chain.shrank_since(now - self.config.behavior.scale_down.stabilization_s)
 
     @staticmethod
-    def _joined(state: FleetSLOState, obs: Observation) -> bool:
-        """The ready count last changed within the window, and grew: not by a scale-down, not by
-        replicas lost (a crash is capacity gone, and its breach is the feedback's to answer)."""
-        since, before = state.ready_since, state.ready_before
-        if since is None or before is None or since[0] <= before or obs.at - since[1] >= obs.window:
-            return False
-        return not state.chain.shrank_since(obs.at - obs.window)
-
-    @staticmethod
     def _warming_up(state: FleetSLOState, obs: Observation) -> bool:
         return state.first_seen is None or obs.at - state.first_seen < obs.window
-
-    def _feedback_plan(self, obs: Observation, spec: FleetSLOSpec, why: str) -> _Plan:
-        """Without a model to size by: scale up in proportion to the worst breach, otherwise hold."""
-        current = obs.replicas.provisioned
-        pressure = signals.breach(obs, spec, self.config.breach_band)
-        if pressure is not None:
-            need = max(current, math.ceil(obs.replicas.ready * min(pressure, 2.0)))
-            return _Plan(need, Reason.SCALE_UP_SLO_BREACH, f"{why}; p90 at {pressure:.2f}x target: {need}")
-        return _Plan(current, Reason.STEADY, f"{why}; targets met: hold at {current}")
-
-    def _feedback(self, plan: _Plan, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec) -> _Plan:
-        """A p90 above target although the sizing says enough: add replicas in proportion.
-
-        In proportion to the *ready* replicas, with the starting ones credited: the breach lasts
-        through their cold start, and multiplying again every decision until they serve would
-        compound one breach into a fleet many times too large. Not for TTFT alone while replicas
-        joined within the window (and none left): a least-loaded router sends a new replica every
-        arrival until it holds as many as the others, and their prefills queue there, so p90 TTFT
-        spikes for that window on a fleet that just grew; more replicas would repeat it.
-        """
-        current = obs.replicas.provisioned
-        pressure = signals.breach(obs, spec, self.config.breach_band)
-        if pressure is None or plan.replicas > current:
-            return plan
-        joined = self._joined(state, obs) and signals.tpot_breach(obs, spec, self.config.breach_band) is None
-        need = current if joined else math.ceil(obs.replicas.ready * min(pressure, 2.0))
-        if need <= current:
-            if plan.replicas == current and not joined:
-                return plan
-            why = f"p90 at {pressure:.2f}x while replicas joined" if joined else "breach"
-            reason = plan.reason if plan.replicas == current else Reason.STEADY
-            return _Plan(current, reason, f"{plan.message}; {why}: hold")
-        message = f"p90 at {pressure:.2f}x its target although sized for it: {current} -> {need}"
-        return _Plan(need, Reason.SCALE_UP_SLO_BREACH, message)
 
     # --- the batch limit and the decision ---------------------------------------------------
 

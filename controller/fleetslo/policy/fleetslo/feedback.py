@@ -1,0 +1,79 @@
+"""Breach feedback: what an observed p90 above its target does to a plan.
+
+The sizing answers from the model; these answer from what the fleet shows. Without a model to
+size by (the first window, no request mix yet, a model that cannot meet the targets at all),
+``without_model`` scales up in proportion to the worst breach. With one, ``corrected`` adds
+replicas in proportion when a p90 breaches although the sizing said enough, except where the
+breach is a newcomer's flood rather than a lack of capacity (``replicas_joined``).
+
+Pure: the plan, the observation, the policy's state and the spec in; a plan out.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from fleetslo.core.model import Observation, Reason
+from fleetslo.core.spec import FleetSLOSpec
+from fleetslo.policy.fleetslo import signals
+from fleetslo.policy.fleetslo.state import FleetSLOState
+
+#: Feedback multiplies the ready replicas by the breach ratio, at most by this much per decision.
+MAX_STEP = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A replica count, the reason and message behind it, and the load sized for."""
+
+    replicas: int
+    reason: Reason
+    message: str
+    #: The load sized for (tokens/s, before the margin), checked one horizon later.
+    tokens: float | None = None
+
+
+def without_model(obs: Observation, spec: FleetSLOSpec, band: float, why: str) -> Plan:
+    """Without a model to size by: scale up in proportion to the worst breach, otherwise hold."""
+    current = obs.replicas.provisioned
+    pressure = signals.breach(obs, spec, band)
+    if pressure is not None:
+        need = max(current, math.ceil(obs.replicas.ready * min(pressure, MAX_STEP)))
+        return Plan(need, Reason.SCALE_UP_SLO_BREACH, f"{why}; p90 at {pressure:.2f}x target: {need}")
+    return Plan(current, Reason.STEADY, f"{why}; targets met: hold at {current}")
+
+
+def corrected(plan: Plan, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, band: float) -> Plan:
+    """A p90 above target although the sizing says enough: add replicas in proportion.
+
+    In proportion to the *ready* replicas, with the starting ones credited: the breach lasts
+    through their cold start, and multiplying again every decision until they serve would
+    compound one breach into a fleet many times too large. Not for TTFT alone while replicas
+    joined within the window (and none left): a least-loaded router sends a new replica every
+    arrival until it holds as many as the others, and their prefills queue there, so p90 TTFT
+    spikes for that window on a fleet that just grew; more replicas would repeat it.
+    """
+    current = obs.replicas.provisioned
+    pressure = signals.breach(obs, spec, band)
+    if pressure is None or plan.replicas > current:
+        return plan
+    joined = replicas_joined(state, obs) and signals.tpot_breach(obs, spec, band) is None
+    need = current if joined else math.ceil(obs.replicas.ready * min(pressure, MAX_STEP))
+    if need <= current:
+        if plan.replicas == current and not joined:
+            return plan
+        why = f"p90 at {pressure:.2f}x while replicas joined" if joined else "breach"
+        reason = plan.reason if plan.replicas == current else Reason.STEADY
+        return Plan(current, reason, f"{plan.message}; {why}: hold")
+    message = f"p90 at {pressure:.2f}x its target although sized for it: {current} -> {need}"
+    return Plan(need, Reason.SCALE_UP_SLO_BREACH, message)
+
+
+def replicas_joined(state: FleetSLOState, obs: Observation) -> bool:
+    """The ready count last changed within the window, and grew: not by a scale-down, not by
+    replicas lost (a crash is capacity gone, and its breach is the feedback's to answer)."""
+    since, before = state.ready_since, state.ready_before
+    if since is None or before is None or since[0] <= before or obs.at - since[1] >= obs.window:
+        return False
+    return not state.chain.shrank_since(obs.at - obs.window)

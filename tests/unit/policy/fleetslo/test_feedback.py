@@ -1,0 +1,71 @@
+"""The breach feedback on its own: when a p90 above target adds replicas, and when it holds."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from fleetslo.core.model import Reason, ReplicaCounts
+from fleetslo.policy.fleetslo import FleetSLOPolicy, FleetSLOState, feedback
+from fleetslo.policy.fleetslo.config import FleetSLOConfig
+from fleetslo.policy.stages import ChainState
+
+from tests.unit.policy.fleetslo.test_decide import SPEC, obs
+
+BAND = FleetSLOConfig().breach_band
+T = 1000.0
+Events = tuple[tuple[float, int], ...]
+
+
+def state(ready_since: tuple[int, float] | None, before: int | None, events: Events = ()) -> FleetSLOState:
+    initial = FleetSLOPolicy().initial_state(SPEC)
+    return replace(initial, ready_since=ready_since, ready_before=before, chain=ChainState(events=events))
+
+
+@pytest.mark.parametrize(
+    ("ready_since", "before", "events", "joined"),
+    [
+        ((12, T - 20.0), 10, (), True),  # two joined 20 s ago
+        ((10, T - 20.0), 12, (), False),  # two lost without a scale-down: a crash
+        ((10, T - 20.0), 12, ((T - 40.0, -2),), False),  # two removed by a scale-down
+        ((12, T - 20.0), 10, ((T - 30.0, -1),), False),  # joined, but the chain shed one in the window
+        ((12, T - 90.0), 10, (), False),  # joined before the window began: the window saw one fleet
+        ((12, T - 20.0), None, (), False),  # the first count seen: nothing to compare with
+        (None, None, (), False),
+    ],
+)
+def test_replicas_joined_only_when_the_ready_count_grew_within_the_window(
+    ready_since: tuple[int, float] | None, before: int | None, events: Events, joined: bool
+) -> None:
+    assert feedback.replicas_joined(state(ready_since, before, events), obs(T, 12, 30.0)) is joined
+
+
+def test_a_ttft_breach_on_a_grown_fleet_holds_and_a_tpot_breach_does_not() -> None:
+    grown = state((12, T - 20.0), 10)
+    plan = feedback.Plan(12, Reason.STEADY, "sized")
+    held = feedback.corrected(plan, obs(T, 12, 30.0, ttft=3.0), grown, SPEC, BAND)
+    assert held.replicas == 12 and "while replicas joined: hold" in held.message
+    fed = feedback.corrected(plan, obs(T, 12, 30.0, ttft=3.0, tpot=0.075), grown, SPEC, BAND)
+    assert fed.reason is Reason.SCALE_UP_SLO_BREACH and fed.replicas == 18
+
+
+def test_feedback_is_in_proportion_to_the_ready_replicas_and_at_most_doubles() -> None:
+    lost = state((10, T - 20.0), 12)
+    plan = feedback.Plan(12, Reason.STEADY, "sized")
+    starting = obs(T, 10, 30.0, ttft=3.0, replicas=ReplicaCounts(10, starting=2))
+    assert feedback.corrected(plan, starting, lost, SPEC, BAND).replicas == 15  # 10 ready x 1.5
+    far = obs(T, 10, 30.0, ttft=10.0, replicas=ReplicaCounts(10, starting=2))
+    assert feedback.corrected(plan, far, lost, SPEC, BAND).replicas == 20  # x5 capped at x2
+
+
+def test_a_plan_that_already_scales_up_is_left_alone() -> None:
+    plan = feedback.Plan(16, Reason.SCALE_UP_FORECAST, "sized")
+    assert feedback.corrected(plan, obs(T, 12, 30.0, ttft=3.0), state(None, None), SPEC, BAND) is plan
+
+
+def test_without_a_model_a_breach_scales_up_and_met_targets_hold() -> None:
+    up = feedback.without_model(obs(T, 10, 30.0, ttft=3.0), SPEC, BAND, "first window filling")
+    assert up.replicas == 15 and up.reason is Reason.SCALE_UP_SLO_BREACH
+    assert up.message == "first window filling; p90 at 1.50x target: 15"
+    hold = feedback.without_model(obs(T, 10, 30.0), SPEC, BAND, "first window filling")
+    assert hold.replicas == 10 and hold.reason is Reason.STEADY
