@@ -7,9 +7,10 @@ observation code and the judge, but the live run happens in real time at ``speed
 
 * every request's latency includes the real path (client → gate → engine → back), and whatever the
   host lags. The demo keeps the lag of each part (load generator, clients and router, engines,
-  controller) within 5 % of the TTFT target in simulated seconds, or starts again slower (a run it
-  judges kept up), so only requests within ~0.1-0.3 s of a target can be judged differently:
-  request attainment within **0.05**;
+  controller) within 5 % of the TTFT target in simulated seconds, and the token path's (clients,
+  router, engines) within what moves the median request's TPOT by 5 % of its target, or starts
+  again slower (a run it judges kept up), so only requests within ~0.1-0.3 s of a target can be
+  judged differently: request attainment within **0.05**;
 * the controller decides at the same simulated instants, but reads pages up to one sidecar interval
   old (5 s simulated) and sees a replica ready within one poll (0.5 s simulated) of the simulator;
   and the batch limit is the gate's (requests in flight) rather than the engine's (running
@@ -27,6 +28,13 @@ started again at 3.3-5×, and then agreed: request attainment 0.3 % apart, repli
 window apart. Without the lag check a 10× run on the same machine drifted 11.7 % on replica-hours;
 before the gates measured in simulated seconds, the controller saw latencies 10× too small and
 the verdict followed the host load (95 %, 60 %, 10 % of minutes for one scenario).
+
+With the TTFT budget alone, and two checks behind in a row to give up, runs that kept up still
+parted: live mean replicas 3.46-4.40 against 3.47 simulated (one CI run 4.64), the live side
+learning a larger TPOT margin from lag that TPOT divides only by a 13-token answer's 12 tokens.
+With one check to give up and the token path's budget (0.03 s here), 8 runs beside a busy loop or
+a whole test suite restarted in 6 (at 2.1-5×; judged runs 43-194 s of wall time) and all agreed:
+mean replicas 3.47 against 3.47, request attainment within 0.004.
 """
 
 from __future__ import annotations
@@ -51,12 +59,13 @@ import pytest
 
 from tests.support import ROOT, require_tool
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1200)]
 
 CHROMIUM = "/usr/bin/chromium"
 DURATION = "40s"
-#: Wall seconds a demo may take: 40 s, and again slower (up to 4× longer) if the host fell behind.
-DEMO_TIMEOUT_S = 600
+#: Wall seconds a demo may take: 40 s, and again slower if the host fell behind (measured: a run
+#: restarted twice, at 10× and then 5×, and judged at 2.1× took about 320 s in all; 1× is 400 s more).
+DEMO_TIMEOUT_S = 1000
 REQUESTS_TOLERANCE, MEAN_REPLICAS_TOLERANCE, WINDOWS_TOLERANCE = 0.05, 1.0, 1
 
 

@@ -127,9 +127,11 @@ def _notes(live: SimResult, options: DemoOptions, restarts: list[dict[str, Any]]
     host = live.host or {}
     worst = ", ".join(f"{k} {v:g} ms" for k, v in (host.get("worst_lag_wall_ms") or {}).items())
     in_a_row = f", never {lag.PATIENCE} in a row" if lag.PATIENCE > 1 else ""
+    tokens = host.get("token_lag_budget_simulated_s", 0)
     notes = [
         f"Host: kept up with {options.speedup:g}× real time — p90 lag of every part within "
-        f"{host.get('lag_budget_simulated_s', 0):.2f} s simulated in {host.get('checks', 0)} checks of "
+        f"{host.get('lag_budget_simulated_s', 0):.2f} s simulated ({tokens:.2f} s "
+        f"on the tokens' path: clients, router, engines) in {host.get('checks', 0)} checks of "
         f"{lag.WINDOW_S:g} s ({host.get('checks_behind', 0)} found it behind"
         f"{in_a_row}); worst single lag: {worst or '—'}."
     ]

@@ -64,7 +64,11 @@ class Demo:
         self.fleet = self._vllm_fleet() if options.engine == "vllm" else self._sim_fleet()
         self.start_timeout = vllm.START_TIMEOUT_S if options.engine == "vllm" else 60.0
         self.lag = lag.LagMeter()
-        self.host = lag.HostCheck(self.lag, options.speedup, spec.objectives.ttft.threshold)
+        outputs = [r.output_tokens for r in scenario.trace.requests]
+        self.host = lag.HostCheck(
+            self.lag, options.speedup, spec.objectives.ttft.threshold,
+            token_budget_s=lag.token_budget(spec.objectives.tpot.threshold, outputs),
+        )  # fmt: skip
         self.prometheus: LocalPrometheus | None = None
         self._prometheus_checked = -math.inf
         #: Lines the live view shows under the numbers (what Prometheus scrapes, host lag).
