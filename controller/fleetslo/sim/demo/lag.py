@@ -6,9 +6,11 @@ clients', the router's, a replica's engine) that wakes late, a controller tick t
 a busy machine that lag, not the controller, would decide the verdict. ``LagMeter`` collects the
 lag of each part (wall seconds, by source) and ``HostCheck`` turns it into a verdict per check
 period: the p90 lag of any source over the last ``window_s`` wall seconds, in simulated seconds,
-above ``budget_s`` (a share of the TTFT target: the error the judge may tolerate) means the host is
-**behind**; behind for ``patience`` checks in a row (one, by default) means the run cannot be
-judged at this speed-up, and the demo starts again slower (``app``).
+above ``budget_s`` (a share of the TTFT target: the error the judge may tolerate; for the token
+path's sources, also the lag that moves the median request's TPOT by that share of its target,
+``token_budget``) means the host is **behind**; behind for ``patience`` checks in a row (one, by
+default) means the run cannot be judged at this speed-up, and the demo starts again slower
+(``app``).
 
 Arithmetic only: the parts measure, the demo decides.
 """
