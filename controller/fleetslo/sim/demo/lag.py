@@ -55,6 +55,11 @@ class Behind:
     p90_simulated_s: float
     budget_s: float
 
+    @property
+    def over(self) -> float:
+        """How many times its budget the lag is (above 1: behind)."""
+        return self.p90_simulated_s / self.budget_s
+
     def describe(self) -> str:
         return (
             f"{self.source} p90 lag {self.p90_wall_s * 1000:.0f} ms of wall time = "
@@ -128,11 +133,10 @@ class HostCheck:
             p90 = self.meter.p90(source, now)
             if p90 is None:
                 continue
-            simulated = p90 * self.speedup
             budget = self.token_budget_s if source in TOKEN_PATH else self.budget_s
-            over = simulated / budget
-            if over > 1 and (worst is None or over > worst.p90_simulated_s / worst.budget_s):
-                worst = Behind(source, p90, simulated, budget)
+            found = Behind(source, p90, p90 * self.speedup, budget)
+            if found.over > 1 and (worst is None or found.over > worst.over):
+                worst = found
         self.checks += 1
         self.behind_checks += worst is not None
         self.behind_in_a_row = self.behind_in_a_row + 1 if worst is not None else 0
