@@ -109,6 +109,29 @@ def test_the_warm_fleet_is_the_smallest_static_fleet_meeting_the_first_five_minu
     assert n == 1 or not meets(n - 1)
 
 
+def test_a_minute_no_fleet_can_meet_does_not_start_the_replay_at_the_maximum() -> None:
+    """Prompts of 20k tokens take 2 s to prefill on an idle replica (10K tokens/s): against a 1 s
+    TTFT target the minute they arrive in fails at any size. The warm fleet used to be the spec's
+    maximum (50) then; it is now the smallest that does as well as the maximum does."""
+    sc = scenario()
+    long = [
+        Request(r.arrival_s, 20_000, r.output_tokens) if 60.0 <= r.arrival_s < 120.0 else r
+        for r in sc.trace.requests
+    ]
+    hopeless = replace(sc, trace=Trace(tuple(long), "long minute"))
+    n = initial_replicas(hopeless)
+
+    def head(k: int) -> SimResult:
+        return run_policy(replace(hopeless, trace=window(hopeless.trace, 0.0, 300.0), initial_replicas=k),
+                          StaticPolicy(k))  # fmt: skip
+
+    at_max = head(hopeless.spec.replicas.max)
+    assert at_max.window_attainment is not None and at_max.window_attainment < 1.0
+    assert n < hopeless.spec.replicas.max / 4  # 8: the long prompts' prefill is load too
+    assert (head(n).window_attainment or 0.0) >= at_max.window_attainment
+    assert n == 1 or (head(n - 1).window_attainment or 0.0) < at_max.window_attainment
+
+
 def test_oracle_meets_the_targets_for_less_than_a_peak_sized_static_fleet() -> None:
     sc = scenario()
     peak = replace(sc, initial_replicas=20)
