@@ -20,6 +20,11 @@ it spans: an M/G/1 queue per replica with Pollaczek–Khinchine mean wait ``λ·
 and the usual exponential tail beyond the probability ``ρ`` of waiting at all; the p90 of wait +
 own service is solved over the prompt points.
 
+**Stay.** A request stays in the replica for its prefill queue wait, its prefill and its decode:
+``W = E[wait] + T̄``; Little's law turns it into the requests a steady state holds, ``λ·W``, so
+what the fleet holds beyond that is a queue (``backlog``), and a mix with longer outputs is held
+longer without being one.
+
 **The batch limit** ``L`` caps the running sequences, and a request holds a slot from its prefill
 to its last token (``T̄ = E[service] + (D̄ − 1)·τ``, ``λ·T̄`` slots held). Below ``L`` the cap
 costs TTFT the wait for a free slot (Erlang C for the probability of waiting, the M/M/c
@@ -65,6 +70,10 @@ class Prediction:
     limited: bool
     #: Requests/s the replica serves: the offered rate, or less when the limit caps it.
     served: float
+    #: Mean seconds a request stays in the replica, arrival to last token (prefill queue, prefill,
+    #: decode): by Little's law ``rate × stay_s`` requests are running or waiting in the steady
+    #: state. ``inf`` where there is none (the queue grows).
+    stay_s: float = INF
 
     def meets(self, ttft: float, tpot: float) -> bool:
         return self.ttft_p90 <= ttft and self.tpot_p90 <= tpot
@@ -116,7 +125,7 @@ def predict(
             tpot = _tpot_quantile(
                 q, tau=tau, tau_d=tau_d, rate=seen, s_mean=s_mean, s2=s2, outputs=mix.output
             )
-            return Prediction(INF, tpot, w, min(n, cap), True, served)
+            return Prediction(INF, tpot, w, min(n, cap), True, served, INF)
         held = rate * hold
     # The prompts that land during a request's decode are the other slots' admissions: all
     # arrivals while the cap has room, at most the turnover of cap - 1 slots when it has not.
@@ -126,7 +135,7 @@ def predict(
     slot = slot_wait(cap, held, hold, spread)
     # An arrival first waits for the step in progress to end: half a mean step on average.
     ttft = _ttft_quantile(q, rate, service, slot) + tau / 2
-    return Prediction(ttft, tpot, w, n, False, rate)
+    return Prediction(ttft, tpot, w, n, False, rate, _prefill_wait(rate, service) + hold)
 
 
 def _tpot_quantile(
@@ -190,6 +199,15 @@ def slot_wait(cap: int, held: float, hold: float, spread: float) -> tuple[float,
         erlang_b = held * erlang_b / (k + held * erlang_b)
     waiting = cap * erlang_b / (cap - held * (1 - erlang_b))
     return min(1.0, waiting), (cap - held) / hold * 2 / (1 + spread)
+
+
+def _prefill_wait(rate: float, service: Sequence[float]) -> float:
+    """Mean wait in the M/G/1 prefill queue (Pollaczek–Khinchine); ``inf`` when it grows."""
+    mean = sum(service) / len(service)
+    rho = rate * mean
+    if rho >= 1:
+        return INF
+    return rate * sum(s * s for s in service) / len(service) / (2 * (1 - rho))
 
 
 def _ttft_quantile(

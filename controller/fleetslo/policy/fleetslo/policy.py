@@ -31,7 +31,7 @@ from typing import Any
 from fleetslo.core.model import Decision, Observation, Reason
 from fleetslo.core.spec import FleetSLOSpec
 from fleetslo.policy.base import Carried, Restored
-from fleetslo.policy.fleetslo import carry, feedback, signals
+from fleetslo.policy.fleetslo import backlog, carry, feedback, signals
 from fleetslo.policy.fleetslo.calibration import LOAD_KEEP_HORIZONS, Calibration
 from fleetslo.policy.fleetslo.config import FleetSLOConfig
 from fleetslo.policy.fleetslo.feedback import Plan
@@ -148,13 +148,16 @@ class FleetSLOPolicy:
             ready_before=(since[0] if since else None) if changed else state.ready_before,
         )
         if mix is not None and self._clean(obs, state, spec, arrival):
-            state = replace(state, service_time=signals.service_time(obs, state.service_time))
             rate = (obs.request_rate or 0.0) / obs.replicas_reporting
+            q = spec.objectives.tpot.quantile
             model = state.model.learn(
                 rate, mix, obs.batch_limit, obs.ttft.p90, signals.tpot_p90(obs),
-                q=spec.objectives.tpot.quantile, min_weight=cfg.learning_rate,
+                q=q, min_weight=cfg.learning_rate,
             )  # fmt: skip
-            state = replace(state, model=model)
+            # The stay against the model as this window left it: a ratio taken against a model
+            # still moving (a prior learning the engine's speed) would carry its old error along.
+            stay = model.predict(rate, window_mix or mix, obs.batch_limit, q).stay_s
+            state = replace(state, model=model, stay_ratio=backlog.stay_ratio(obs, stay, state.stay_ratio))
         return state
 
     def _check_model(
@@ -204,8 +207,7 @@ class FleetSLOPolicy:
         # workloads (long-context 0.966 -> 0.949) for two windows on the ramp and one after the
         # step; a queue building reaches the sizing as the instant load below instead.
         arrival = obs.request_rate
-        service_time = state.service_time or signals.service_time(obs, None)
-        if state.mix is None or arrival is None or service_time is None:
+        if state.mix is None or arrival is None:
             why = "no request mix (token rates) to size by yet"
             return feedback.without_model(obs, spec, cfg.breach_band, why)
         if not self._meets(_IDLE_RATE, state, spec):
@@ -220,14 +222,13 @@ class FleetSLOPolicy:
             max_growth=cfg.max_forecast_growth, confidence=cfg.trend_confidence,
         )  # fmt: skip
         expected = max(arrival, ahead / per_request)
-        # The backlog — requests in the fleet beyond what the arrival rate keeps there (Little's
-        # law, with the service time of clean windows) — spread over ``backlog_drain_s``: a
-        # one-off amount to drain, not a rate; sizing it as one buys a fleet for a queue that is
-        # gone by the time the replicas are ready.
+        # The backlog (``backlog``: requests in the fleet beyond what the arrival rate keeps
+        # there at this window's mix) spread over ``backlog_drain_s``: a one-off amount to drain,
+        # not a rate; sizing it as one buys a fleet for a queue that is gone by the time the
+        # replicas are ready.
         queueing = (obs.waiting or 0.0) > _QUEUE_SHARE * (obs.running or 0.0)
         drain_s = max(cfg.backlog_drain_s, cfg.interval)
-        held = (signals.outstanding(obs) or 0.0) * signals.reporting_scale(obs)
-        instant = arrival + max(0.0, held - arrival * service_time) / drain_s
+        instant = arrival + backlog.backlog(obs, arrival, self._stay(obs, state, spec)) / drain_s
         load = max(expected, instant)
         margin = self._margins(state)[0]
         need, prediction = self._cheapest(load * margin, state, spec)
@@ -263,6 +264,16 @@ class FleetSLOPolicy:
         message = f"{message}; {state.calibration.describe(*self._calibration_args())}"
         plan = feedback.corrected(Plan(need, reason, message), obs, state, spec, cfg.breach_band)
         return replace(plan, tokens=load * per_request)
+
+    def _stay(self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec) -> float:
+        """Seconds a request stays in the fleet as it serves now: the model's, at the ready
+        replicas' share of the completion rate and this window's mix, times the learned ratio."""
+        assert state.mix is not None
+        serving = max(obs.replicas.ready, obs.replicas_reporting, 1)
+        mix = signals.request_mix(obs) or state.mix
+        rate = (obs.request_rate or 0.0) / serving
+        predicted = state.model.predict(rate, mix, obs.batch_limit, spec.objectives.tpot.quantile)
+        return predicted.stay_s * (state.stay_ratio or 1.0)
 
     def _cheapest(self, load: float, state: FleetSLOState, spec: FleetSLOSpec) -> tuple[int, Prediction]:
         """The fewest replicas whose predicted p90s meet both targets at ``load``, and the prediction."""

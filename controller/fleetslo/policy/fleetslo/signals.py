@@ -1,7 +1,7 @@
 """What the ``fleetslo`` policy reads off one observation: usable or not, load, pressure.
 
-Pure functions of an ``Observation`` (and, for the arrival rate and service time, the previous
-value). A signal that is missing stays ``None`` here; the policy decides what that means.
+Pure functions of an ``Observation`` (and, for the arrival rate, the previous value). A signal
+that is missing stays ``None`` here; the policy decides what that means.
 """
 
 from __future__ import annotations
@@ -11,10 +11,6 @@ import math
 from fleetslo.core.model import Observation, Reason
 from fleetslo.core.spec import FleetSLOSpec
 from fleetslo.policy.fleetslo.mix import RequestMix, measured
-
-#: Smoothing of the service-time estimate, per decision: ``running`` is an instant gauge that
-#: swings ±50 % between scrapes while the completion rate is a one-minute average.
-_SERVICE_SMOOTHING = 0.1
 
 
 def data_problem(obs: Observation, stale_after_s: float) -> tuple[Reason, str] | None:
@@ -75,11 +71,6 @@ def arrival_rate(obs: Observation, last: tuple[float, float] | None, now: float)
     if last is not None and current is not None and now > last[0]:
         growth = (current - last[1]) / (now - last[0])
     return max(0.0, obs.request_rate + growth)
-
-
-def service_time(obs: Observation, previous: float | None) -> float | None:
-    sample = obs.running / obs.request_rate if obs.request_rate and obs.running else None
-    return smooth(sample, previous, _SERVICE_SMOOTHING)
 
 
 def smooth(sample: float | None, previous: float | None, weight: float) -> float | None:

@@ -30,10 +30,11 @@ class FleetSLOState:
     #: The request mix (prompt and output length distributions), smoothed over windows.
     mix: RequestMix | None = None
     forecast: RateForecast = field(default_factory=RateForecast)
-    #: Seconds a request spends in the running batch (Little's law: running / completion rate),
-    #: from clean windows only: under overload it balloons, and sizing by it would buy a fleet
-    #: for a batch that is slow, not large.
-    service_time: float | None = None
+    #: How long requests stay in the fleet (Little's law: held / completion rate) over what the
+    #: model predicts for that window (``backlog.stay_ratio``), from clean windows only: under
+    #: overload the stay balloons, and sizing by it would buy a fleet for a batch that is slow,
+    #: not large.
+    stay_ratio: float | None = None
     #: (time, requests in the fleet) at the previous decision: their growth is arrivals not yet served.
     last_outstanding: tuple[float, float] | None = None
     chain: ChainState = field(default_factory=ChainState)

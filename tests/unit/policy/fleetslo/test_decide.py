@@ -141,6 +141,34 @@ def test_partial_data_blocks_a_scale_down_but_not_a_scale_up() -> None:
     assert decision.replicas > 20
 
 
+def longer_outputs(t: float, rate: float, **kw: Any) -> Observation:
+    """The fleet of ``trained_state`` a while later: fewer arrivals, but answers four times as long
+    (800 tokens, reasoning-like) at the same TPOT, so each request stays 3.8 times as long (0.4 s
+    to its first token and 6 s of decode become 0.4 s and 24 s) and the fleet holds 3.8 times as
+    many per request/s, every one of them decoding: no queue."""
+    return obs(t, 10, rate, running=rate * 38.0, generation_tokens_rate=800.0 * rate, **kw)
+
+
+def test_a_mix_of_longer_answers_held_longer_is_not_a_queue() -> None:
+    """Reproduces ServeGen's reasoning day: the stay was learned once (running / completions) and
+    kept, so requests held longer by a longer mix read as a backlog to drain; the fleet grew from
+    14 to 52 replicas while arrivals fell from 14 to 8 per second (the oracle needed 8-13)."""
+    policy = FleetSLOPolicy()
+    state, t = trained_state(policy)
+    decision, _ = policy.decide(longer_outputs(t, 20.0), state, SPEC, t)
+    assert decision.reason is not Reason.SCALE_UP_QUEUE, decision.message
+    assert "instant load" not in decision.message
+
+
+def test_a_queue_behind_a_longer_mix_is_still_a_queue() -> None:
+    policy = FleetSLOPolicy()
+    state, t = trained_state(policy)
+    calm, _ = policy.decide(longer_outputs(t, 20.0), state, SPEC, t)
+    queued, _ = policy.decide(longer_outputs(t, 20.0, waiting=600.0), state, SPEC, t)
+    assert "instant load outruns the forecast" in queued.message
+    assert queued.replicas > calm.replicas
+
+
 def test_the_batch_limit_is_the_engines_maximum_while_both_targets_have_room() -> None:
     """Never a standing cap: with nothing starting, a limit below the batch the load needs would
     only cut throughput (issue 13)."""
