@@ -16,7 +16,10 @@ each minute ends, plus the smallest headroom that meets the attainment goal: wha
 
 ``python -m benchmarks policy`` runs the whole suite (long: every policy, the oracle and the
 frontier sweep per workload); ``BENCH_POLICY_QUICK=1`` runs the quick subset (``workloads.QUICK``)
-without the tuned ``hpa-running`` rows. ``BENCH_POLICY_OUT=path.json`` also writes every row.
+without the tuned ``hpa-running`` rows. ``BENCH_POLICY_SET=heldout`` runs the held-out workloads
+instead (``heldout.py``: data and shapes the defaults were never chosen on), ``BENCH_POLICY_CASES``
+keeps the workloads whose name contains one of its comma-separated words.
+``BENCH_POLICY_OUT=path.json`` also writes every row.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from fleetslo.sim.profile import builtin_profile
 from fleetslo.sim.result_types import DecisionRecord, ScaleEventRecord, SimResult
 from fleetslo.sim.scenario import Scenario, run_policy
 
+from benchmarks.heldout import HELDOUT
 from benchmarks.workloads import QUICK, WORKLOADS, Workload
 
 PROFILE = "mi325x-qwen3-235b-fp8-tp4"
@@ -363,9 +367,20 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def choose(which: str, quick: bool, cases: str) -> list[Workload]:
+    """The workloads to run: the suite (or its quick subset) or the held-out set, filtered by name."""
+    sets = {"suite": WORKLOADS, "heldout": HELDOUT, "all": WORKLOADS + HELDOUT}
+    if which not in sets:
+        raise SystemExit(f"BENCH_POLICY_SET: one of {', '.join(sets)} (got {which!r})")
+    chosen = [w for w in sets[which] if not quick or w.name in QUICK]
+    words = [word.strip() for word in cases.split(",") if word.strip()]
+    return [w for w in chosen if not words or any(word in w.name for word in words)]
+
+
 def main() -> list[dict[str, Any]]:
     quick = bool(os.environ.get("BENCH_POLICY_QUICK"))
-    chosen = [w for w in WORKLOADS if not quick or w.name in QUICK]
+    which, cases = os.environ.get("BENCH_POLICY_SET", "suite"), os.environ.get("BENCH_POLICY_CASES", "")
+    chosen = choose(which, quick, cases)
     rows = [row for w in chosen for row in run_workload(w, quick)]
     print("\n".join(verdicts(rows)))
     print(table(rows))
