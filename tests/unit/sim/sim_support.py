@@ -2,14 +2,40 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from fleetslo.core.model import Decision, Observation, Reason
 from fleetslo.core.spec import FleetSLOSpec
+from fleetslo.policy.fleetslo.mix import RequestMix
 from fleetslo.sim.profile import EngineProfile, profile_from_mapping
 from fleetslo.sim.scenario import make_spec
+from fleetslo.sim.workload import Request
+
+#: Length points (prompts, outputs) the model-against-engine tests draw requests from: 16k-token
+#: prompts with short answers, and a chat mix.
+Lengths = tuple[tuple[int, ...], tuple[int, ...]]
+LONG: Lengths = ((4000, 8000, 12000, 16000, 20000, 24000, 28000, 32000, 12000, 16000),
+                 (50, 100, 150, 200, 250, 300, 400, 500, 150, 200))  # fmt: skip
+CHAT: Lengths = ((200, 400, 600, 800, 1000, 1200, 1500, 2000, 3000, 300),
+                 (50, 100, 150, 200, 250, 300, 400, 500, 600, 150))  # fmt: skip
+
+
+def poisson_requests(lengths: Lengths, rate: float, n: int, seed: int = 1) -> list[Request]:
+    """``n`` Poisson arrivals at ``rate``, each length drawn from the points."""
+    rng = random.Random(seed)
+    t, requests = 0.0, []
+    for _ in range(n):
+        t += rng.expovariate(rate)
+        requests.append(Request(t, rng.choice(lengths[0]), rng.choice(lengths[1])))
+    return requests
+
+
+def mix_of(lengths: Lengths) -> RequestMix:
+    """The policy's request mix at exactly these length points."""
+    return RequestMix(tuple(map(float, lengths[0])), tuple(map(float, lengths[1])))
 
 
 def tiny_profile(**changes: Any) -> EngineProfile:

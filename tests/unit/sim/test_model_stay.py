@@ -9,33 +9,23 @@ tokens) and long prompts, from light load to where TPOT nears a 50 ms target.
 
 from __future__ import annotations
 
-import random
-
 import pytest
-from fleetslo.policy.fleetslo.mix import RequestMix
 from fleetslo.policy.fleetslo.perf_model import predict
 from fleetslo.sim.compare import step_cost
 from fleetslo.sim.harness import make_engine, replay_open
 from fleetslo.sim.profile import builtin_profile
-from fleetslo.sim.workload import Request
+
+from tests.unit.sim.sim_support import CHAT, LONG, Lengths, mix_of, poisson_requests
 
 PROFILE = builtin_profile("mi325x-qwen3-235b-fp8-tp4")
 COST = step_cost(PROFILE)
-CHAT = ((200, 400, 600, 800, 1000, 1200, 1500, 2000, 3000, 300),
-        (50, 100, 150, 200, 250, 300, 400, 500, 600, 150))  # fmt: skip
 REASONING = ((100, 200, 300, 500, 800, 1200, 2000, 3000, 200, 400),
              (300, 600, 900, 1200, 1600, 2000, 3000, 4000, 6000, 800))  # fmt: skip
-LONG = ((4000, 8000, 12000, 16000, 20000, 24000, 28000, 32000, 12000, 16000),
-        (50, 100, 150, 200, 250, 300, 400, 500, 150, 200))  # fmt: skip
 
 
-def engine_stay(lengths: tuple[tuple[int, ...], tuple[int, ...]], rate: float, n: int = 4000) -> float:
+def engine_stay(lengths: Lengths, rate: float, n: int = 4000) -> float:
     """Mean seconds from arrival to last token on one engine offered Poisson ``rate``."""
-    rng = random.Random(1)
-    t, requests = 0.0, []
-    for _ in range(n):
-        t += rng.expovariate(rate)
-        requests.append(Request(t, rng.choice(lengths[0]), rng.choice(lengths[1])))
+    requests = poisson_requests(lengths, rate, n)
     done = replay_open(make_engine(PROFILE, limit=None), requests)[n // 10 :]  # warm-up left out
     stays = [r.finish - r.arrival for r in done if r.finish is not None]
     return sum(stays) / len(stays)
@@ -54,23 +44,19 @@ def engine_stay(lengths: tuple[tuple[int, ...], tuple[int, ...]], rate: float, n
     ],
     ids=["chat-light", "chat-near-target", "reasoning-light", "reasoning-busy", "long-prompts"],
 )
-def test_the_model_knows_how_long_a_request_stays(
-    lengths: tuple[tuple[int, ...], tuple[int, ...]], rate: float, tolerance: float
-) -> None:
-    mix = RequestMix(tuple(map(float, lengths[0])), tuple(map(float, lengths[1])))
-    model = predict(COST, rate, mix, None)
+def test_the_model_knows_how_long_a_request_stays(lengths: Lengths, rate: float, tolerance: float) -> None:
+    model = predict(COST, rate, mix_of(lengths), None)
     assert model.stay_s == pytest.approx(engine_stay(lengths, rate), rel=tolerance)
 
 
 def test_a_longer_answer_mix_stays_longer_at_the_same_rate() -> None:
     """The reason a stay learned once and kept misreads a longer mix: at 1 request/s the engine
     holds a reasoning request about eight times as long as a chat one, and so does the model."""
-    chat = predict(COST, 1.0, RequestMix(*(tuple(map(float, x)) for x in CHAT)), None).stay_s
-    reasoning = predict(COST, 1.0, RequestMix(*(tuple(map(float, x)) for x in REASONING)), None).stay_s
+    chat = predict(COST, 1.0, mix_of(CHAT), None).stay_s
+    reasoning = predict(COST, 1.0, mix_of(REASONING), None).stay_s
     assert reasoning / chat == pytest.approx(engine_stay(REASONING, 1.0) / engine_stay(CHAT, 1.0), rel=0.05)
     assert reasoning > 5 * chat
 
 
 def test_a_saturated_replica_has_no_steady_stay() -> None:
-    mix = RequestMix(*(tuple(map(float, x)) for x in LONG))
-    assert predict(COST, 5.0, mix, None).stay_s == float("inf")
+    assert predict(COST, 5.0, mix_of(LONG), None).stay_s == float("inf")

@@ -11,37 +11,21 @@ MI325X TP4 profile; the model is given the exact length points the requests are 
 
 from __future__ import annotations
 
-import random
-
 import pytest
-from fleetslo.policy.fleetslo.mix import RequestMix
 from fleetslo.policy.fleetslo.perf_model import predict
 from fleetslo.sim.compare import step_cost
 from fleetslo.sim.harness import make_engine, replay_open
 from fleetslo.sim.profile import builtin_profile
-from fleetslo.sim.workload import Request
+
+from tests.unit.sim.sim_support import CHAT, LONG, Lengths, mix_of, poisson_requests
 
 PROFILE = builtin_profile("mi325x-qwen3-235b-fp8-tp4")
 COST = step_cost(PROFILE)
-LONG = ((4000, 8000, 12000, 16000, 20000, 24000, 28000, 32000, 12000, 16000),
-        (50, 100, 150, 200, 250, 300, 400, 500, 150, 200))  # fmt: skip
-CHAT = ((200, 400, 600, 800, 1000, 1200, 1500, 2000, 3000, 300),
-        (50, 100, 150, 200, 250, 300, 400, 500, 600, 150))  # fmt: skip
 
 
-def mix(lengths: tuple[tuple[int, ...], tuple[int, ...]]) -> RequestMix:
-    return RequestMix(tuple(map(float, lengths[0])), tuple(map(float, lengths[1])))
-
-
-def engine_p90s(
-    lengths: tuple[tuple[int, ...], tuple[int, ...]], rate: float, limit: int | None, n: int = 8000
-) -> tuple[float, float]:
+def engine_p90s(lengths: Lengths, rate: float, limit: int | None, n: int = 8000) -> tuple[float, float]:
     """(p90 TTFT, p90 TPOT) of one engine offered Poisson ``rate`` with lengths drawn from the points."""
-    rng = random.Random(1)
-    t, requests = 0.0, []
-    for _ in range(n):
-        t += rng.expovariate(rate)
-        requests.append(Request(t, rng.choice(lengths[0]), rng.choice(lengths[1])))
+    requests = poisson_requests(lengths, rate, n)
     done = replay_open(make_engine(PROFILE, limit=limit), requests)[n // 10 :]  # warm-up left out
     ttft = sorted(r.ttft for r in done if r.ttft is not None)
     tpot = sorted(r.tpot for r in done if r.tpot is not None)
@@ -51,8 +35,8 @@ def engine_p90s(
 def test_a_cap_of_one_leaves_no_prompt_to_land_during_a_decode() -> None:
     """At 0.1 requests/s of long prompts one slot carries the load; TPOT is the bare decode step."""
     _, engine_tpot = engine_p90s(LONG, 0.1, 1)
-    model = predict(COST, 0.1, mix(LONG), 1)
-    free = predict(COST, 0.1, mix(LONG), None)
+    model = predict(COST, 0.1, mix_of(LONG), 1)
+    free = predict(COST, 0.1, mix_of(LONG), None)
     assert model.tpot_p90 == pytest.approx(engine_tpot, rel=0.05)
     assert free.tpot_p90 > 1.4 * model.tpot_p90  # the prefills a decode sees without the cap
 
@@ -65,8 +49,8 @@ def test_the_wait_for_a_slot_is_in_the_predicted_ttft(rate: float, limit: int) -
     requests (the exponential tail of a near-critical queue), within 20 % low elsewhere. Without
     the slot wait the model said 2.6–3.6 s for all of them."""
     engine_ttft, _ = engine_p90s(LONG, rate, limit)
-    model = predict(COST, rate, mix(LONG), limit)
-    free = predict(COST, rate, mix(LONG), None)
+    model = predict(COST, rate, mix_of(LONG), limit)
+    free = predict(COST, rate, mix_of(LONG), None)
     assert not model.limited and engine_ttft > 1.5 * free.ttft_p90
     assert engine_ttft / 1.4 < model.ttft_p90 < engine_ttft * 1.8
 
@@ -76,7 +60,7 @@ def test_the_model_knows_which_caps_cannot_carry_the_load(rate: float, limit: in
     """A cap below what the load holds grows the queue without bound (the engine's p90 TTFT runs
     to minutes over the run); one above it does not, and TPOT under the cap is the engine's."""
     engine_ttft, engine_tpot = engine_p90s(CHAT, rate, limit)
-    model = predict(COST, rate, mix(CHAT), limit)
+    model = predict(COST, rate, mix_of(CHAT), limit)
     assert model.limited == (engine_ttft > 60.0), (engine_ttft, model)
     assert model.tpot_p90 == pytest.approx(engine_tpot, rel=0.1)
 
@@ -107,8 +91,8 @@ def test_the_batch_limit_does_not_trade_a_tpot_breach_for_a_slot_queue() -> None
         replicas_reporting=ready, data_age=5.0, ttft=Quantiles(2.0, 3.8, 5.0),
         tpot=Quantiles(0.04, 0.06, 0.07), request_rate=0.3 * ready, running=1.5 * ready, waiting=0.0,
     )  # fmt: skip
-    state = FleetSLOState(PerformanceModel(COST), mix=mix(LONG))
-    assert predict(COST, 0.3, mix(LONG), 1024).tpot_p90 > 0.05
+    state = FleetSLOState(PerformanceModel(COST), mix=mix_of(LONG))
+    assert predict(COST, 0.3, mix_of(LONG), 1024).tpot_p90 > 0.05
     assert batch_limit(observation, state, spec("10s")) == 1024
     capped = batch_limit(observation, state, spec("120s"))
-    assert capped < 1024 and predict(COST, 0.3, mix(LONG), capped).tpot_p90 <= 0.05
+    assert capped < 1024 and predict(COST, 0.3, mix_of(LONG), capped).tpot_p90 <= 0.05

@@ -9,9 +9,11 @@ measured margins (one message, nothing else), and a third time when a window the
 saturated started to add the random walk to the speed's variance (predicted p90s move in the eighth
 digit, nothing else), and a fourth time when the model's TTFT gained the wait for a slot of the
 batch limit (predicted p90 TTFT up by about 1e-5 where 40 of the tiny engine's 64 slots are held,
-nothing else). Only ``wall_seconds`` varies between runs, so the golden
-file holds a marker there and the test checks it is present and a number. Rewrite it only for an
-intended change of the JSON or of the policy, and review the diff.
+nothing else), and a fifth time when the backlog was read against the model's stay at the window's
+mix (one scale-up sized for 10.04/s instead of 10.03/s, so its reason is ``ScaleUpQueue`` instead
+of ``ScaleUpForecast``; the same 14 replicas, nothing else). Only ``wall_seconds`` varies between
+runs, so the golden file holds a marker there and the test checks it is present and a number.
+Rewrite it only for an intended change of the JSON or of the policy, and review the diff.
 """
 
 from __future__ import annotations
