@@ -13,25 +13,14 @@ chosen is a rule written down here, not a search over the data for what the poli
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from fleetslo.sim.traces import load_trace, rate_scale, resampled_tokens, splice_spike, time_scale
 from fleetslo.sim.traces.servegen import arrivals, load_servegen
 from fleetslo.sim.workload import Request, Trace
 
-from benchmarks.workloads import CODE, CONV, TRACES, Workload, lengths
+from benchmarks.workloads import CODE, CONV, TRACES, Workload, lengths, shared_traces
 
-#: ServeGen lives in the shared folder beside the checkout (CI's clone too), or under /work/shared.
-_SHARED = (Path(__file__).resolve().parents[1].parent / "shared", Path("/work/shared"))
 MOONCAKE = "mooncake/synthetic_trace.jsonl"
-
-
-def servegen_folder(kind: str) -> Path:
-    for root in _SHARED:
-        folder = root / "traces" / "servegen" / kind
-        if folder.is_dir():
-            return folder
-    raise FileNotFoundError(f"ServeGen {kind}: not found under {', '.join(map(str, _SHARED))}")
 
 
 def looped(trace: Trace, times: int) -> Trace:
@@ -49,7 +38,7 @@ def servegen_span(kind: str, start_s: float, span_s: float, scale: float, compre
     """ServeGen ``kind``'s real per-client arrivals and lengths over ``[start_s, start_s + span_s)``,
     rate-scaled by ``scale`` and played ``compress`` times faster (1: real time). Clients without
     length data draw the Azure conversation mix."""
-    data = load_servegen(servegen_folder(kind))
+    data = load_servegen(shared_traces(f"servegen/{kind}"))
     fallback = resampled_tokens(load_trace(TRACES / CONV))
     stream = arrivals(
         data, seed=0, rate_scale=scale / compress, start_s=start_s, end_s=start_s + span_s, fallback=fallback
@@ -128,4 +117,4 @@ def main() -> None:
 if __name__ == "__main__":
     main()
 
-__all__ = ["HELDOUT", "looped", "servegen_folder", "servegen_span", "summary"]
+__all__ = ["HELDOUT", "looped", "servegen_span", "summary"]

@@ -21,8 +21,9 @@ from fleetslo.sim.workload import Request, Trace
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT / "traces"
-#: ServeGen's per-client rates live in the shared folder next to the worktrees.
-SERVEGEN = Path("/work/shared/traces/servegen/language/m-small")
+#: Where the shared folder (ServeGen's per-client data) sits: beside the checkout, as for a clone
+#: in CI, or one level further up (the places ``bench_days`` looks too).
+SHARED = (ROOT.parent / "shared", ROOT.parents[1] / "shared")
 CONV = "azure2023/AzureLLMInferenceTrace_conv.csv"
 CODE = "azure2023/AzureLLMInferenceTrace_code.csv"
 MAX_CONTEXT = 120_000
@@ -40,6 +41,15 @@ class Workload:
     #: When a step or ramp begins (seconds), for the post-step verdicts.
     step_at_s: float | None = None
     max_replicas: int = 96
+
+
+def shared_traces(relative: str) -> Path:
+    """The folder ``traces/<relative>`` of the shared folder (``SHARED``)."""
+    for root in SHARED:
+        folder = root / "traces" / relative
+        if folder.is_dir():
+            return folder
+    raise FileNotFoundError(f"traces/{relative}: not found under {', '.join(map(str, SHARED))}")
 
 
 def _trace(path: str) -> Trace:
@@ -98,7 +108,7 @@ def servegen_day(day_s: float, rate: float, tokens: Trace, *, seed: int = 0) -> 
     windows), compressed into ``day_s`` seconds and scaled to a mean of ``rate`` requests/s,
     Poisson within each window; lengths resampled from ``tokens``."""
     windows: dict[float, float] = {}
-    for path in sorted(SERVEGEN.glob("chunk-*-trace.csv")):
+    for path in sorted(shared_traces("servegen/language/m-small").glob("chunk-*-trace.csv")):
         with path.open(newline="") as handle:
             for row in csv.reader(handle):
                 start, value = float(row[0]), float(row[1] or 0.0)
@@ -193,4 +203,7 @@ def duration(trace: Trace) -> float:
     return trace.requests[-1].arrival_s if trace.requests else 0.0
 
 
-__all__ = ["QUICK", "WORKLOADS", "Workload", "by_name", "drifting", "lengths", "ramp", "servegen_day"]
+__all__ = [
+    "QUICK", "WORKLOADS", "Workload", "by_name", "drifting", "lengths", "ramp", "servegen_day",
+    "shared_traces",
+]  # fmt: skip
