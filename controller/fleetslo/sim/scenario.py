@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import cache
 from typing import Any
 
 from fleetslo.core.config import load
@@ -153,6 +154,7 @@ def initial_replicas(scenario: Scenario, horizon_s: float = SIZING_HORIZON_S) ->
         return low
     short = replace(scenario, trace=head, drain_timeout_s=min(scenario.drain_timeout_s, 600.0))
 
+    @cache  # the second search below asks again about sizes the first one replayed
     def attained(n: int) -> tuple[float, int]:
         result = run_policy(replace(short, initial_replicas=n), StaticPolicy(n))
         return result.window_attainment or 0.0, result.rejected
