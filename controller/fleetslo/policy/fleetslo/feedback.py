@@ -34,14 +34,22 @@ class Plan:
     tokens: float | None = None
 
 
-def without_model(obs: Observation, spec: FleetSLOSpec, band: float, why: str) -> Plan:
-    """Without a model to size by: scale up in proportion to the worst breach, otherwise hold."""
+def without_model(obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, band: float, why: str) -> Plan:
+    """Without a model to size by: scale up in proportion to the worst breach, otherwise hold.
+
+    A TTFT breach alone in a window replicas joined holds, as in ``corrected``: it is the
+    newcomers' flood, and multiplying the ready fleet by it (ServeGen's reasoning traffic, a mix
+    the model briefly called unreachable: 53 ready x 1.81 -> the maximum of 96, where 15 served
+    the next window within both targets) buys replicas that would flood the same way.
+    """
     current = obs.replicas.provisioned
     pressure = signals.breach(obs, spec, band)
-    if pressure is not None:
-        need = max(current, math.ceil(obs.replicas.ready * min(pressure, MAX_STEP)))
-        return Plan(need, Reason.SCALE_UP_SLO_BREACH, f"{why}; p90 at {pressure:.2f}x target: {need}")
-    return Plan(current, Reason.STEADY, f"{why}; targets met: hold at {current}")
+    if pressure is None:
+        return Plan(current, Reason.STEADY, f"{why}; targets met: hold at {current}")
+    if replicas_joined(state, obs) and signals.tpot_breach(obs, spec, band) is None:
+        return Plan(current, Reason.STEADY, f"{why}; p90 at {pressure:.2f}x while replicas joined: hold")
+    need = max(current, math.ceil(obs.replicas.ready * min(pressure, MAX_STEP)))
+    return Plan(need, Reason.SCALE_UP_SLO_BREACH, f"{why}; p90 at {pressure:.2f}x target: {need}")
 
 
 def corrected(plan: Plan, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, band: float) -> Plan:

@@ -201,7 +201,7 @@ class FleetSLOPolicy:
         cfg = self.config
         current = obs.replicas.provisioned
         if self._warming_up(state, obs):
-            return feedback.without_model(obs, spec, cfg.breach_band, "first window filling")
+            return feedback.without_model(obs, state, spec, cfg.breach_band, "first window filling")
         # The completion rate (a one-minute average), not ``signals.arrival_rate``: the 15-second
         # growth of the requests held, added here, cost 1-31 % more replica-hours on 9 of 10
         # workloads (long-context 0.966 -> 0.949) for two windows on the ramp and one after the
@@ -209,12 +209,12 @@ class FleetSLOPolicy:
         arrival = obs.request_rate
         if state.mix is None or arrival is None:
             why = "no request mix (token rates) to size by yet"
-            return feedback.without_model(obs, spec, cfg.breach_band, why)
+            return feedback.without_model(obs, state, spec, cfg.breach_band, why)
         if not self._meets(_IDLE_RATE, state, spec):
             # Not even an idle replica meets the targets by the model: the model (a prior far
             # from this engine) or the targets are wrong, and sizing by it would buy the maximum.
             why = f"model cannot meet the targets at any size [{state.model.describe()}]"
-            return feedback.without_model(obs, spec, cfg.breach_band, why)
+            return feedback.without_model(obs, state, spec, cfg.breach_band, why)
         horizon = spec.replicas.cold_start + cfg.interval
         per_request = state.mix.tokens_per_request
         ahead = state.forecast.ahead(

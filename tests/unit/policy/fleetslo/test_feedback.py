@@ -64,8 +64,23 @@ def test_a_plan_that_already_scales_up_is_left_alone() -> None:
 
 
 def test_without_a_model_a_breach_scales_up_and_met_targets_hold() -> None:
-    up = feedback.without_model(obs(T, 10, 30.0, ttft=3.0), SPEC, BAND, "first window filling")
+    settled = state(None, None)
+    up = feedback.without_model(obs(T, 10, 30.0, ttft=3.0), settled, SPEC, BAND, "first window filling")
     assert up.replicas == 15 and up.reason is Reason.SCALE_UP_SLO_BREACH
     assert up.message == "first window filling; p90 at 1.50x target: 15"
-    hold = feedback.without_model(obs(T, 10, 30.0), SPEC, BAND, "first window filling")
+    hold = feedback.without_model(obs(T, 10, 30.0), settled, SPEC, BAND, "first window filling")
     assert hold.replicas == 10 and hold.reason is Reason.STEADY
+
+
+def test_without_a_model_a_ttft_breach_on_a_grown_fleet_holds_and_a_tpot_breach_does_not() -> None:
+    # Reproduces ServeGen's reasoning traffic: the model briefly called the targets unreachable,
+    # and the newcomers' flood (TTFT alone, in the window replicas joined) bought the maximum.
+    grown = state((12, T - 20.0), 10)
+    why = "model cannot meet the targets at any size"
+    held = feedback.without_model(obs(T, 12, 30.0, ttft=3.0), grown, SPEC, BAND, why)
+    assert held.replicas == 12 and held.reason is Reason.STEADY
+    assert held.message == f"{why}; p90 at 1.50x while replicas joined: hold"
+    fed = feedback.without_model(obs(T, 12, 30.0, ttft=3.0, tpot=0.075), grown, SPEC, BAND, why)
+    assert fed.reason is Reason.SCALE_UP_SLO_BREACH and fed.replicas == 18
+    lost = state((10, T - 20.0), 12)  # two lost without a scale-down: capacity gone, fed back
+    assert feedback.without_model(obs(T, 10, 30.0, ttft=3.0), lost, SPEC, BAND, why).replicas == 15
