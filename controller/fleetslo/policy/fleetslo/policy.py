@@ -62,6 +62,9 @@ class FleetSLOPolicy:
     def __init__(self, config: FleetSLOConfig | None = None) -> None:
         self.config = config or FleetSLOConfig()
         self.interval = self.config.interval
+        #: The last ``_targets`` answer and what it was computed from (the model, the mix, the
+        #: margined targets): the sizing asks it once per candidate count.
+        self._targets_memo: tuple[tuple[object, ...], tuple[float, float, str | None]] | None = None
 
     def initial_state(self, spec: FleetSLOSpec) -> FleetSLOState:
         state = FleetSLOState(PerformanceModel(self.config.step_cost or CONSERVATIVE_PRIOR))
@@ -259,6 +262,9 @@ class FleetSLOPolicy:
         tokens = state.mix.tokens_per_request
         sizing = Sizing(need, current, arrival, expected, instant, prediction, tokens)
         reason, message = sizing.why()
+        relaxed = self._targets(state, spec)[2]
+        if relaxed is not None:
+            message = f"{message} ({relaxed})"
         if state.model.prior is CONSERVATIVE_PRIOR or state.model.windows == 0:
             message = f"{message} [{state.model.describe()}]"
         message = f"{message}; {state.calibration.describe(*self._calibration_args())}"
@@ -291,11 +297,41 @@ class FleetSLOPolicy:
         return state.model.predict(rate, state.mix, spec.batch_limit.max, spec.objectives.tpot.quantile)
 
     def _meets(self, rate: float, state: FleetSLOState, spec: FleetSLOSpec) -> bool:
-        """Whether one replica at ``rate`` meets both targets with the measured margins."""
-        _, ttft, tpot = self._margins(state)
+        """Whether one replica at ``rate`` meets both targets with the measured margins (a target
+        out of the model's reach at any size relaxed, see ``_targets``)."""
+        ttft, tpot, _ = self._targets(state, spec)
+        return self._at(rate, state, spec).meets(ttft, tpot)
+
+    def _targets(self, state: FleetSLOState, spec: FleetSLOSpec) -> tuple[float, float, str | None]:
+        """The p90 TTFT and TPOT the sizing holds a replica to: the targets over the measured
+        margins, and why one was relaxed (``None`` when neither was).
+
+        A target that even an idle replica misses by the model is out of reach at any size: the
+        prompts' own prefill outlasts a TTFT target (Mooncake's long prompts at 5 s, a mix read
+        long while a reasoning fleet fills), or the engine's step a TPOT target. No count of
+        replicas changes that, and sizing for it would buy the maximum; giving up sizing altogether
+        left a filling reasoning fleet on breach feedback for four minutes (TPOT 50-53 ms, nine
+        windows lost). So the other target is sized for, and the unreachable one is held to what
+        an idle replica gives plus the configured ``headroom``: replicas still keep its queue short.
+        """
+        _, ttft_margin, tpot_margin = self._margins(state)
         objectives = spec.objectives
-        targets = objectives.ttft.threshold / ttft, objectives.tpot.threshold / tpot
-        return self._at(rate, state, spec).meets(*targets)
+        ttft, tpot = objectives.ttft.threshold / ttft_margin, objectives.tpot.threshold / tpot_margin
+        key = (state.model, state.mix, ttft, tpot)
+        if self._targets_memo is not None and self._targets_memo[0] == key:
+            return self._targets_memo[1]
+        idle = self._at(_IDLE_RATE, state, spec)
+        relaxed = 1 + self.config.headroom
+        held = f"on an idle replica by the model: {{}} held to x{relaxed:g} that"
+        result: tuple[float, float, str | None] = (ttft, tpot, None)
+        if idle.ttft_p90 > ttft and idle.tpot_p90 <= tpot:
+            why = f"p90 TTFT {idle.ttft_p90:.2f}s {held.format('TTFT')}"
+            result = (idle.ttft_p90 * relaxed, tpot, why)
+        elif idle.tpot_p90 > tpot and idle.ttft_p90 <= ttft:
+            why = f"p90 TPOT {idle.tpot_p90 * 1000:.0f}ms {held.format('TPOT')}"
+            result = (ttft, idle.tpot_p90 * relaxed, why)
+        self._targets_memo = (key, result)
+        return result
 
     def _memory(self, spec: FleetSLOSpec) -> float:
         """Seconds of peak load a scale-down keeps: by default one cold start and a decision (a

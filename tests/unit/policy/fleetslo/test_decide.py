@@ -314,3 +314,23 @@ def test_a_breach_after_replicas_crashed_is_fed_back_at_once(starting: int) -> N
     decision, _ = policy.decide(lost, state, SPEC, t)
     assert decision.reason is Reason.SCALE_UP_SLO_BREACH and decision.replicas == 15, decision.message
     assert "joined" not in decision.message
+
+
+def test_a_ttft_target_out_of_reach_at_any_size_still_sizes_for_tpot() -> None:
+    # Prompts of 60k tokens: their own prefill outlasts a 2 s TTFT target on an idle replica, so
+    # no replica count meets it. The fleet is still sized, for TPOT, with TTFT held to what an
+    # idle replica gives plus the headroom, instead of giving up the model for breach feedback.
+    policy = FleetSLOPolicy()
+    state, t = policy.initial_state(SPEC), 0.0
+
+    def long_prompts(t: float, rate: float) -> Observation:
+        return obs(t, 10, rate, ttft=6.0, tpot=tpot_for(rate / 10), prompt_tokens_rate=60_000.0 * rate)
+
+    for rate in (2.0, 3.0, 4.0, 2.5, 3.5, 4.5, 3.0, 3.0):
+        decision, state = policy.decide(long_prompts(t, rate), state, SPEC, t)
+        t += 15.0
+    assert "cannot meet" not in decision.message
+    assert "on an idle replica by the model: TTFT held to x1.3 that" in decision.message
+    assert decision.predicted_ttft_p90 is not None and decision.predicted_ttft_p90 > 2.0
+    doubled, _ = policy.decide(long_prompts(t, 6.0), state, SPEC, t)
+    assert doubled.replicas > 10 and doubled.reason is not Reason.SCALE_UP_SLO_BREACH
