@@ -45,6 +45,12 @@ LOAD_KEEP_HORIZONS = 2.0
 MAX_LATENCY_RATIO = 2.0
 
 
+def moved(old: float, new: float) -> float:
+    """How a prediction moved, ``old / new``, for ``Calibration.rebased``; NaN (nothing to rebase
+    by) unless both are positive and finite."""
+    return old / new if 0 < old < math.inf and 0 < new < math.inf else math.nan
+
+
 @dataclass(frozen=True, slots=True)
 class ErrorRatios:
     """Predictions waiting for their outcome and the recent ratios observed/predicted."""
@@ -194,6 +200,28 @@ class Calibration:
             self.load,
             self.ttft.predicted(0.0, predicted_ttft).observed(0.0, ttft, misses=sized),
             self.tpot.predicted(0.0, predicted_tpot).observed(0.0, tpot, misses=sized),
+        )
+
+    def rebased(self, ttft: float, tpot: float) -> Calibration:
+        """The p90 ratios against the model as it now predicts: ``ttft`` and ``tpot`` are the old
+        prediction over the new one where the model just learned, and every ratio kept is
+        multiplied by them (observed / new = observed / old x old / new).
+
+        A ratio measures the model it was checked against. Kept unchanged after the model learned
+        better, the errors of a model that no longer exists hold the margins for the half hour of
+        ``KEEP`` checks: a reasoning fleet whose first windows taught a too-fast engine (p90 TPOT
+        predicted 25 ms, 46 observed) sized for TPOT / 1.57 for 30 minutes after the model had
+        converged, at 2.5x the oracle's fleet. One point stands in for all, an idle replica's: the
+        model moves mostly by its speed, which scales every prediction alike there, while near the
+        knee one small step of the speed moves a loaded prediction many-fold (rebased at each
+        window's own rate, long-context traffic bought 40 % more replica-hours).
+        """
+        if not all(f > 0 and math.isfinite(f) for f in (ttft, tpot)):
+            return self
+        return Calibration(
+            self.load,
+            ErrorRatios(self.ttft.pending, tuple(r * ttft for r in self.ttft.ratios)),
+            ErrorRatios(self.tpot.pending, tuple(r * tpot for r in self.tpot.ratios)),
         )
 
     def margins(self, q: float, headroom: float, prior_weight: float) -> tuple[float, float, float]:

@@ -32,14 +32,14 @@ from fleetslo.core.model import Decision, Observation, Reason
 from fleetslo.core.spec import FleetSLOSpec
 from fleetslo.policy.base import Carried, Restored
 from fleetslo.policy.fleetslo import backlog, carry, feedback, signals
-from fleetslo.policy.fleetslo.calibration import LOAD_KEEP_HORIZONS, Calibration
+from fleetslo.policy.fleetslo.calibration import LOAD_KEEP_HORIZONS, Calibration, moved
 from fleetslo.policy.fleetslo.config import FleetSLOConfig
 from fleetslo.policy.fleetslo.feedback import Plan
 from fleetslo.policy.fleetslo.learning import PerformanceModel
 from fleetslo.policy.fleetslo.limit import batch_limit
 from fleetslo.policy.fleetslo.perf_model import Prediction
 from fleetslo.policy.fleetslo.physics import CONSERVATIVE_PRIOR
-from fleetslo.policy.fleetslo.sizing import Sizing, smallest
+from fleetslo.policy.fleetslo.sizing import Sizing, reachable, smallest
 from fleetslo.policy.fleetslo.state import FleetSLOState
 from fleetslo.policy.stages import Step, run_chain
 
@@ -159,8 +159,15 @@ class FleetSLOPolicy:
             )  # fmt: skip
             # The stay against the model as this window left it: a ratio taken against a model
             # still moving (a prior learning the engine's speed) would carry its old error along.
+            # The p90 ratios likewise move to the new model (``Calibration.rebased``).
+            before = state.model.predict(_IDLE_RATE, window_mix or mix, obs.batch_limit, q)
+            after = model.predict(_IDLE_RATE, window_mix or mix, obs.batch_limit, q)
+            calibration = state.calibration.rebased(
+                moved(before.ttft_p90, after.ttft_p90), moved(before.tpot_p90, after.tpot_p90)
+            )
             stay = model.predict(rate, window_mix or mix, obs.batch_limit, q).stay_s
-            state = replace(state, model=model, stay_ratio=backlog.stay_ratio(obs, stay, state.stay_ratio))
+            stay_ratio = backlog.stay_ratio(obs, stay, state.stay_ratio)
+            state = replace(state, model=model, stay_ratio=stay_ratio, calibration=calibration)
         return state
 
     def _check_model(
@@ -304,34 +311,15 @@ class FleetSLOPolicy:
 
     def _targets(self, state: FleetSLOState, spec: FleetSLOSpec) -> tuple[float, float, str | None]:
         """The p90 TTFT and TPOT the sizing holds a replica to: the targets over the measured
-        margins, and why one was relaxed (``None`` when neither was).
-
-        A target that even an idle replica misses by the model is out of reach at any size: the
-        prompts' own prefill outlasts a TTFT target (Mooncake's long prompts at 5 s, a mix read
-        long while a reasoning fleet fills), or the engine's step a TPOT target. No count of
-        replicas changes that, and sizing for it would buy the maximum; giving up sizing altogether
-        left a filling reasoning fleet on breach feedback for four minutes (TPOT 50-53 ms, nine
-        windows lost). So the other target is sized for, and the unreachable one is held to what
-        an idle replica gives plus the configured ``headroom``: replicas still keep its queue short.
-        """
+        margins, one out of the model's reach at any size relaxed (``sizing.reachable``), and why."""
         _, ttft_margin, tpot_margin = self._margins(state)
         objectives = spec.objectives
         ttft, tpot = objectives.ttft.threshold / ttft_margin, objectives.tpot.threshold / tpot_margin
         key = (state.model, state.mix, ttft, tpot)
-        if self._targets_memo is not None and self._targets_memo[0] == key:
-            return self._targets_memo[1]
-        idle = self._at(_IDLE_RATE, state, spec)
-        relaxed = 1 + self.config.headroom
-        held = f"on an idle replica by the model: {{}} held to x{relaxed:g} that"
-        result: tuple[float, float, str | None] = (ttft, tpot, None)
-        if idle.ttft_p90 > ttft and idle.tpot_p90 <= tpot:
-            why = f"p90 TTFT {idle.ttft_p90:.2f}s {held.format('TTFT')}"
-            result = (idle.ttft_p90 * relaxed, tpot, why)
-        elif idle.tpot_p90 > tpot and idle.ttft_p90 <= ttft:
-            why = f"p90 TPOT {idle.tpot_p90 * 1000:.0f}ms {held.format('TPOT')}"
-            result = (ttft, idle.tpot_p90 * relaxed, why)
-        self._targets_memo = (key, result)
-        return result
+        if self._targets_memo is None or self._targets_memo[0] != key:
+            idle = self._at(_IDLE_RATE, state, spec)
+            self._targets_memo = (key, reachable(idle, ttft, tpot, 1 + self.config.headroom))
+        return self._targets_memo[1]
 
     def _memory(self, spec: FleetSLOSpec) -> float:
         """Seconds of peak load a scale-down keeps: by default one cold start and a decision (a

@@ -47,3 +47,24 @@ def smallest(ok: Callable[[int], bool], at: Callable[[int], Prediction], high: i
         mid = (low + n) // 2
         low, n = (low, mid) if ok(mid) else (mid + 1, n)
     return n, at(n)
+
+
+def reachable(idle: Prediction, ttft: float, tpot: float, relaxed: float) -> tuple[float, float, str | None]:
+    """The targets (p90 TTFT, TPOT) to size for, given what an ``idle`` replica gives by the model,
+    and why one was relaxed (``None`` when neither was).
+
+    A target that even an idle replica misses by the model is out of reach at any size: the
+    prompts' own prefill outlasts a TTFT target (Mooncake's long prompts at 5 s, a mix read long
+    while a reasoning fleet fills), or the engine's step a TPOT target. No count of replicas
+    changes that, and sizing for it would buy the maximum; giving up sizing altogether left a
+    filling reasoning fleet on breach feedback for four minutes (TPOT 50-53 ms, nine windows
+    lost). So the other target is sized for, and the unreachable one is held to ``relaxed`` times
+    what an idle replica gives (the policy passes 1 + its headroom): replicas still keep its
+    queue short. Both out of reach: both returned as they are, and no size meets them.
+    """
+    held = f"on an idle replica by the model: {{}} held to x{relaxed:g} that"
+    if idle.ttft_p90 > ttft and idle.tpot_p90 <= tpot:
+        return idle.ttft_p90 * relaxed, tpot, f"p90 TTFT {idle.ttft_p90:.2f}s {held.format('TTFT')}"
+    if idle.tpot_p90 > tpot and idle.ttft_p90 <= ttft:
+        return ttft, idle.tpot_p90 * relaxed, f"p90 TPOT {idle.tpot_p90 * 1000:.0f}ms {held.format('TPOT')}"
+    return ttft, tpot, None

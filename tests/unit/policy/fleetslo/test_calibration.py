@@ -124,3 +124,35 @@ def test_dropped_misses_leave_the_margin_to_the_windows_the_fleet_was_sized_for(
     assert run(step_sized=False) == pytest.approx(sized_only.margins(0.9, 0.3, 20.0))
     _, ttft, tpot = run(step_sized=True)  # kept, the step's overload would be the margin
     assert ttft > 1.8 and tpot > 1.8
+
+
+def test_rebasing_moves_the_p90_ratios_to_the_new_model_and_leaves_the_load_alone() -> None:
+    measured = _measured()
+    rebased = measured.rebased(0.5, 0.8)
+    assert rebased.ttft.ratios == pytest.approx(tuple(r * 0.5 for r in measured.ttft.ratios))
+    assert rebased.tpot.ratios == pytest.approx(tuple(r * 0.8 for r in measured.tpot.ratios))
+    assert rebased.load == measured.load
+    for unusable in (math.nan, math.inf, 0.0, -1.0):
+        assert measured.rebased(unusable, 0.8) is measured
+        assert measured.rebased(0.5, unusable) is measured
+
+
+def test_when_the_model_learns_the_errors_of_the_old_one_stop_holding_the_margin() -> None:
+    # A model that since moved left TPOT ratios of 1.8 behind; a clean window at another TPOT
+    # teaches it more, and the ratios kept are now against the model it became.
+    from tests.unit.policy.fleetslo.test_decide import SPEC, obs, tpot_for, trained_state
+
+    policy = FleetSLOPolicy()
+    state, t = trained_state(policy)
+    stale = replace(state.calibration, tpot=ErrorRatios(ratios=(1.8,) * 40))
+    state = replace(state, calibration=stale)
+    mix = state.mix
+    assert mix is not None
+    idle_before = state.model.predict(1e-3, mix, 200, 0.9).tpot_p90
+    _, after = policy.decide(obs(t, 10, 30.0, tpot=1.4 * tpot_for(3.0)), state, SPEC, t)
+    idle_after = after.model.predict(1e-3, mix, 200, 0.9).tpot_p90
+    assert abs(idle_after / idle_before - 1) > 0.01  # it learned
+    # The last ratio is this window's own check; the 40 before it were rebased.
+    assert after.calibration.tpot.ratios[:40] == pytest.approx(
+        (1.8 * idle_before / idle_after,) * 40, rel=0.05
+    )
