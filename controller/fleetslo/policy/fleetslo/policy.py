@@ -221,8 +221,9 @@ class FleetSLOPolicy:
             why = "no request mix (token rates) to size by yet"
             return feedback.without_model(obs, state, spec, cfg.breach_band, why)
         if not self._meets(_IDLE_RATE, state, spec):
-            # Not even an idle replica meets the targets by the model: the model (a prior far
-            # from this engine) or the targets are wrong, and sizing by it would buy the maximum.
+            # Neither target is within the model's reach on an idle replica (one alone is relaxed
+            # and the other sized for, ``_targets``): the model (a prior far from this engine) or
+            # the targets are wrong, and sizing by it would buy the maximum.
             why = f"model cannot meet the targets at any size [{state.model.describe()}]"
             return feedback.without_model(obs, state, spec, cfg.breach_band, why)
         horizon = spec.replicas.cold_start + cfg.interval

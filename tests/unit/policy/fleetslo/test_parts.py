@@ -12,8 +12,9 @@ from fleetslo.policy.fleetslo.config import FleetSLOConfig
 from fleetslo.policy.fleetslo.forecast import RateForecast
 from fleetslo.policy.fleetslo.learning import PerformanceModel
 from fleetslo.policy.fleetslo.mix import RequestMix, measured
-from fleetslo.policy.fleetslo.perf_model import predict
+from fleetslo.policy.fleetslo.perf_model import Prediction, predict
 from fleetslo.policy.fleetslo.physics import CONSERVATIVE_PRIOR, StepCost
+from fleetslo.policy.fleetslo.sizing import reachable
 from fleetslo.policy.stages import cooldown
 
 #: The simulator's MI325X TP4 Qwen3-235B profile, as a StepCost.
@@ -185,3 +186,21 @@ def test_an_engine_twice_as_fast_as_its_prior_is_learned_from_loads_the_prior_ca
         model = model.learn(rate, CHAT, None, seen.ttft_p90, seen.tpot_p90)
         speeds.append(model.speed)
     assert all(s == pytest.approx(0.5, rel=0.1) for s in speeds[-5:])
+
+
+@pytest.mark.parametrize(
+    ("idle_ttft", "idle_tpot", "expected", "says"),
+    [
+        (0.5, 0.020, (2.0, 0.05), None),  # both within reach: the targets as they are
+        (3.0, 0.020, (3.9, 0.05), "p90 TTFT 3.00s on an idle replica by the model: TTFT held to x1.3 that"),
+        (0.5, 0.080, (2.0, 0.104), "p90 TPOT 80ms on an idle replica by the model: TPOT held to x1.3 that"),
+        (3.0, 0.080, (2.0, 0.05), None),  # both out of reach: no size meets them, nothing relaxed
+    ],
+)
+def test_a_target_out_of_reach_on_an_idle_replica_is_held_to_that_replica_plus_the_headroom(
+    idle_ttft: float, idle_tpot: float, expected: tuple[float, float], says: str | None
+) -> None:
+    idle = Prediction(idle_ttft, idle_tpot, 0.0, 0.0, False, 0.0)
+    ttft, tpot, why = reachable(idle, 2.0, 0.05, 1.3)
+    assert (ttft, tpot) == pytest.approx(expected)
+    assert why == says
