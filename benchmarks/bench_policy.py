@@ -17,7 +17,8 @@ each minute ends, plus the smallest headroom that meets the attainment goal: wha
 ``python -m benchmarks policy`` runs the whole suite (long: every policy, the oracle and the
 frontier sweep per workload); ``BENCH_POLICY_QUICK=1`` runs the quick subset (``workloads.QUICK``)
 without the tuned ``hpa-running`` rows. ``BENCH_POLICY_SET=heldout`` runs the held-out workloads
-instead (``heldout.py``: data and shapes the defaults were never chosen on), ``BENCH_POLICY_CASES``
+instead (``heldout.py``: data and shapes the defaults were never chosen on), ``all`` both, and
+``variants`` the six variants of the held-out data that later changes were checked on; ``BENCH_POLICY_CASES``
 keeps the workloads whose name contains one of its comma-separated words.
 ``BENCH_POLICY_OUT=path.json`` also writes every row.
 """
@@ -41,7 +42,7 @@ from fleetslo.sim.profile import builtin_profile
 from fleetslo.sim.result_types import DecisionRecord, ScaleEventRecord, SimResult
 from fleetslo.sim.scenario import Scenario, run_policy
 
-from benchmarks.heldout import HELDOUT
+from benchmarks.heldout import HELDOUT, VARIANTS
 from benchmarks.workloads import QUICK, WORKLOADS, Workload
 
 PROFILE = "mi325x-qwen3-235b-fp8-tp4"
@@ -369,7 +370,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def choose(which: str, quick: bool, cases: str) -> list[Workload]:
     """The workloads to run: the suite (or its quick subset) or the held-out set, filtered by name."""
-    sets = {"suite": WORKLOADS, "heldout": HELDOUT, "all": WORKLOADS + HELDOUT}
+    sets = {"suite": WORKLOADS, "heldout": HELDOUT, "all": WORKLOADS + HELDOUT, "variants": VARIANTS}
     if which not in sets:
         raise SystemExit(f"BENCH_POLICY_SET: one of {', '.join(sets)} (got {which!r})")
     chosen = [w for w in sets[which] if not quick or w.name in QUICK]

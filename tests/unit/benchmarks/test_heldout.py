@@ -6,7 +6,7 @@ import pytest
 from fleetslo.sim.workload import Request, Trace
 
 from benchmarks.bench_policy import choose
-from benchmarks.heldout import HELDOUT, looped, servegen_span, summary
+from benchmarks.heldout import HELDOUT, VARIANTS, looped, servegen_span, summary
 from benchmarks.workloads import WORKLOADS
 
 
@@ -49,3 +49,13 @@ def test_every_held_out_workload_builds() -> None:
     for w in HELDOUT:
         figures = summary(w.build())
         assert figures["requests"] > 10_000 and figures["minutes"] >= 50, (w.name, figures)
+
+
+def test_the_variants_are_apart_from_both_sets_and_selectable_on_their_own() -> None:
+    names = {w.name for w in VARIANTS}
+    assert len(names) == 6 and not names & ({w.name for w in HELDOUT} | {w.name for w in WORKLOADS})
+    assert [w.name for w in choose("variants", False, "")] == [w.name for w in VARIANTS]
+    assert not {w.name for w in choose("all", False, "")} & names  # make bench does not run them
+    small = next(w for w in VARIANTS if w.name.startswith("m-small"))
+    figures = summary(small.build())
+    assert figures["requests"] > 10_000 and figures["minutes"] >= 100, figures
