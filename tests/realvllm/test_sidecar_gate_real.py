@@ -239,12 +239,16 @@ def test_a_client_hang_up_aborts_the_request_in_vllm(sidecar: Sidecar, replica_u
             break
         time.sleep(0.2)
     assert _gauge(page, "vllm:num_requests_running") == 0, "vLLM still runs the abandoned request"
-    # vLLM stopped generating for it: far fewer than the 2000 tokens asked for were made.
+    # vLLM stopped generating for it: fewer than the 2000 tokens asked for were made (min_tokens and
+    # ignore_eos force all 2000 on a request that runs to its end). How many fewer is a race on the
+    # shared cores: the gate sees the hang-up at its next write, closes its upstream, and vLLM
+    # aborts at its next step; earlier whole-tier runs stayed under 1,000, one made 1,646 (a fresh clone's
+    # CI, 2026-12-04), so the old bound of 1,000 measured the machine's load, not the abort.
     made = (
         read_counters(page)["vllm:generation_tokens_total"]
         - read_counters(before)["vllm:generation_tokens_total"]
     )
-    assert made < 1000
+    assert 1 <= made < 2000, made
 
 
 def test_drain_lets_in_flight_finish_and_turns_new_requests_away(sidecar: Sidecar) -> None:
