@@ -25,6 +25,11 @@ from fleetslo.engine.client import Shot, completion_body, shoot
 from tests.realvllm.engine import MODEL_NAME, REPO, START_TIMEOUT_S, serve_argv, serve_env
 
 SCALE_UP = {"ScaleUpSLOBreach", "ScaleUpForecast", "ScaleUpQueue"}
+#: A scale-up the load asked past the spec's maximum (2) is written at the maximum under the
+#: clamp's own reason, its message keeping what was wanted (``capped at max replicas 2 (wanted 3)``):
+#: a fresh clone's CI run (2026-12-04, after the policy relaxed targets out of the model's reach and
+#: moved its margins with the model) sized the heavy step at 3.
+CAPPED = "TooManyReplicas"
 #: Bounds of the load step (seconds): light load, then heavy load until the second replica serves.
 LIGHT_S, HEAVY_MAX_S, AFTER_READY_S = 20.0, 300.0, 15.0
 #: Heavy: three clients per request the gate admits (the spec's batch limit max, 16). Twelve clients
@@ -136,7 +141,11 @@ def test_run_scales_a_local_vllm_fleet_from_one_to_two_through_a_load_step(
         "reasons": sorted({d["reason"] for d in decisions}),
     }  # fmt: skip
     assert [s.error for s in shots if not s.ok] == [], "no request failed"
-    assert ups and ups[0]["reason"] in SCALE_UP, f"scaled up for a load reason: {figures['run']}"
+    by_load = bool(ups) and (
+        ups[0]["reason"] in SCALE_UP
+        or (ups[0]["reason"] == CAPPED and "capped at max replicas 2 (wanted" in ups[0].get("msg", ""))
+    )
+    assert by_load, f"scaled up for a load reason: {figures['run']}"
     assert all(d["replicas_before"] == 1 for d in decisions[: decisions.index(ups[0])]), "one replica before"
     assert ready_at, "the second replica became healthy and was listed"
     assert len(served) == 2 and min(served.values()) > 0, "both replicas served requests"
