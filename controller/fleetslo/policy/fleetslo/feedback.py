@@ -46,7 +46,7 @@ def without_model(obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, ba
     pressure = signals.breach(obs, spec, band)
     if pressure is None:
         return Plan(current, Reason.STEADY, f"{why}; targets met: hold at {current}")
-    if replicas_joined(state, obs) and signals.tpot_breach(obs, spec, band) is None:
+    if newcomers_flood(state, obs, spec, band):
         return Plan(current, Reason.STEADY, f"{why}; p90 at {pressure:.2f}x while replicas joined: hold")
     need = max(current, math.ceil(obs.replicas.ready * min(pressure, MAX_STEP)))
     return Plan(need, Reason.SCALE_UP_SLO_BREACH, f"{why}; p90 at {pressure:.2f}x target: {need}")
@@ -66,7 +66,7 @@ def corrected(plan: Plan, obs: Observation, state: FleetSLOState, spec: FleetSLO
     pressure = signals.breach(obs, spec, band)
     if pressure is None or plan.replicas > current:
         return plan
-    joined = replicas_joined(state, obs) and signals.tpot_breach(obs, spec, band) is None
+    joined = newcomers_flood(state, obs, spec, band)
     need = current if joined else math.ceil(obs.replicas.ready * min(pressure, MAX_STEP))
     if need <= current:
         if plan.replicas == current and not joined:
@@ -76,6 +76,12 @@ def corrected(plan: Plan, obs: Observation, state: FleetSLOState, spec: FleetSLO
         return Plan(current, reason, f"{plan.message}; {why}: hold")
     message = f"p90 at {pressure:.2f}x its target although sized for it: {current} -> {need}"
     return Plan(need, Reason.SCALE_UP_SLO_BREACH, message)
+
+
+def newcomers_flood(state: FleetSLOState, obs: Observation, spec: FleetSLOSpec, band: float) -> bool:
+    """A breach of TTFT alone (TPOT within ``band`` of its target) in a window replicas joined:
+    the router's flood onto the newcomers, which more replicas would repeat, not missing capacity."""
+    return replicas_joined(state, obs) and signals.tpot_breach(obs, spec, band) is None
 
 
 def replicas_joined(state: FleetSLOState, obs: Observation) -> bool:

@@ -62,9 +62,12 @@ def reachable(idle: Prediction, ttft: float, tpot: float, relaxed: float) -> tup
     what an idle replica gives (the policy passes 1 + its headroom): replicas still keep its
     queue short. Both out of reach: both returned as they are, and no size meets them.
     """
-    held = f"on an idle replica by the model: {{}} held to x{relaxed:g} that"
+
+    def why(target: str, idle_p90: str) -> str:
+        return f"p90 {target} {idle_p90} on an idle replica by the model: {target} held to x{relaxed:g} that"
+
     if idle.ttft_p90 > ttft and idle.tpot_p90 <= tpot:
-        return idle.ttft_p90 * relaxed, tpot, f"p90 TTFT {idle.ttft_p90:.2f}s {held.format('TTFT')}"
+        return idle.ttft_p90 * relaxed, tpot, why("TTFT", f"{idle.ttft_p90:.2f}s")
     if idle.tpot_p90 > tpot and idle.ttft_p90 <= ttft:
-        return ttft, idle.tpot_p90 * relaxed, f"p90 TPOT {idle.tpot_p90 * 1000:.0f}ms {held.format('TPOT')}"
+        return ttft, idle.tpot_p90 * relaxed, why("TPOT", f"{idle.tpot_p90 * 1000:.0f}ms")
     return ttft, tpot, None

@@ -11,6 +11,8 @@ from fleetslo.core.spec import FleetSLOSpec
 from fleetslo.policy.fleetslo.calibration import MAX_LATENCY_RATIO, Calibration, ErrorRatios, LoadChecks
 from fleetslo.policy.fleetslo.policy import FleetSLOPolicy
 
+from tests.unit.policy.fleetslo.test_decide import SPEC, obs, tpot_for, trained_state
+
 
 def test_a_prediction_is_checked_only_once_it_is_due() -> None:
     ratios = ErrorRatios().predicted(100.0, 50.0)
@@ -140,8 +142,6 @@ def test_rebasing_moves_the_p90_ratios_to_the_new_model_and_leaves_the_load_alon
 def test_when_the_model_learns_the_errors_of_the_old_one_stop_holding_the_margin() -> None:
     # A model that since moved left TPOT ratios of 1.8 behind; a clean window at another TPOT
     # teaches it more, and the ratios kept are now against the model it became.
-    from tests.unit.policy.fleetslo.test_decide import SPEC, obs, tpot_for, trained_state
-
     policy = FleetSLOPolicy()
     state, t = trained_state(policy)
     stale = replace(state.calibration, tpot=ErrorRatios(ratios=(1.8,) * 40))
