@@ -26,7 +26,6 @@ keeps the workloads whose name contains one of its comma-separated words.
 from __future__ import annotations
 
 import json
-import math
 import os
 import statistics
 import time
@@ -39,10 +38,12 @@ from fleetslo.policy.registry import make_policy
 from fleetslo.sim import oracle
 from fleetslo.sim.compare import SimulateOptions, build_scenario, make_named_policy
 from fleetslo.sim.profile import builtin_profile
-from fleetslo.sim.result_types import DecisionRecord, ScaleEventRecord, SimResult
+from fleetslo.sim.result_types import ScaleEventRecord, SimResult
 from fleetslo.sim.scenario import Scenario, run_policy
 
 from benchmarks.heldout import HELDOUT, VARIANTS
+from benchmarks.prediction import prediction_errors
+from benchmarks.probes import PROBES
 from benchmarks.workloads import QUICK, WORKLOADS, Workload
 
 PROFILE = "mi325x-qwen3-235b-fp8-tp4"
@@ -54,16 +55,15 @@ STABILIZATION_S = 300.0
 HPA_RUNNING_TARGETS = (10, 20, 30, 45, 60)
 #: Headrooms of the no-foresight sweep, cheapest first; it stops at the first meeting the goal.
 FRONTIER_HEADROOMS = tuple(round(0.2 * k, 1) for k in range(11))
-#: A prediction is "within" when both p90s are within this share of what the next window saw.
-PREDICTION_BAND = 0.2
 SETTLE_BAND = 0.15
 
 
 def scenario(w: Workload) -> Scenario:
     options = SimulateOptions(
-        policies=POLICIES, ttft_s=w.ttft_s, tpot_s=w.tpot_s, max_replicas=w.max_replicas
-    )
-    return build_scenario(w.build(), w.name, builtin_profile(PROFILE), options)
+        policies=POLICIES, ttft_s=w.ttft_s, tpot_s=w.tpot_s, max_replicas=w.max_replicas,
+        cold_start_s=w.cold_start_s,
+    )  # fmt: skip
+    return build_scenario(w.build(), w.name, builtin_profile(w.profile or PROFILE), options)
 
 
 def flaps(events: Sequence[ScaleEventRecord]) -> int:
@@ -133,65 +133,6 @@ def standing_limit_windows(result: SimResult, engine_max: int) -> int:
     return sum(1 for w in result.windows if w.batch_limit < engine_max and w.starting_replicas == 0)
 
 
-def prediction_errors(result: SimResult) -> dict[str, Any] | None:
-    """Relative errors of the steady-state decisions' predicted p90s against what the following
-    window showed: the controller's own observation one window later (what it can check itself,
-    bucket-interpolated) and the judge's exact p90s of that window."""
-    windows = {w.start_s: w for w in result.windows}
-    decisions = {d.t_s: d for d in result.decisions}
-    seen: list[tuple[float, float]] = []
-    exact: list[tuple[float, float]] = []
-    # The noise floor of the metric: the last window's observed p90s taken as the prediction
-    # (persistence), on the same decisions. A minute's p90 TTFT rests on that minute's longest
-    # prompts; where persistence is no closer than the model, no predictor of the mix does better.
-    persistence: list[tuple[float, float]] = []
-    for d in decisions.values():
-        if d.predicted_ttft_s is None or d.predicted_tpot_s is None or d.t_s < 300:
-            continue
-        later = decisions.get(d.t_s + 60.0)
-        if later is None or d.starting or later.starting:
-            continue
-        if not d.ready == d.replicas == later.ready == later.replicas:
-            continue  # the fleet changed: the next window is not the one predicted
-        if later.observed_ttft_s and later.observed_tpot_s:
-            seen.append(_errors(d, later.observed_ttft_s, later.observed_tpot_s))
-            if d.observed_ttft_s and d.observed_tpot_s:
-                persistence.append(
-                    (
-                        abs(d.observed_ttft_s - later.observed_ttft_s) / later.observed_ttft_s,
-                        abs(d.observed_tpot_s - later.observed_tpot_s) / later.observed_tpot_s,
-                    )
-                )
-        w = windows.get(math.ceil(d.t_s / 60.0) * 60.0)
-        if w is not None and w.p90_ttft_s and w.p90_tpot_s:
-            exact.append(_errors(d, w.p90_ttft_s, w.p90_tpot_s))
-    if not seen:
-        return None
-    return {
-        "decisions": len(seen), **_shares(seen), "exact": _shares(exact) if exact else None,
-        "persistence": _shares(persistence) if persistence else None,
-    }  # fmt: skip
-
-
-def _errors(d: DecisionRecord, ttft: float, tpot: float) -> tuple[float, float]:
-    return abs(d.predicted_ttft_s - ttft) / ttft, abs(d.predicted_tpot_s - tpot) / tpot
-
-
-def _shares(errors: list[tuple[float, float]]) -> dict[str, Any]:
-    def quantiles(values: list[float]) -> list[float]:
-        ordered = sorted(values)
-        return [round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3) for q in (0.5, 0.8, 0.95)]
-
-    n = len(errors)
-    return {
-        "within": sum(max(e) <= PREDICTION_BAND for e in errors) / n,
-        "ttft_within": sum(e[0] <= PREDICTION_BAND for e in errors) / n,
-        "tpot_within": sum(e[1] <= PREDICTION_BAND for e in errors) / n,
-        "ttft_error_p50_p80_p95": quantiles([e[0] for e in errors]),
-        "tpot_error_p50_p80_p95": quantiles([e[1] for e in errors]),
-    }
-
-
 def run_workload(w: Workload, quick: bool) -> list[dict[str, Any]]:
     sc = scenario(w)
     rows: list[dict[str, Any]] = []
@@ -232,7 +173,7 @@ def run_workload(w: Workload, quick: bool) -> list[dict[str, Any]]:
 def _row(w: Workload, sc: Scenario, label: str, result: SimResult, started: float) -> dict[str, Any]:
     violated, recovered = after_step(result, w.step_at_s)
     return {
-        "case": w.name, "kind": w.kind, "policy": label,
+        "case": w.name, "kind": w.kind, "policy": label, "cold_start_s": sc.spec.replicas.cold_start,
         "attainment": result.window_attainment, "replica_hours": result.replica_hours,
         "cost_per_mtok": result.cost_per_million_tokens, "scale_events": result.scale_events,
         "flaps": flaps(result.events), "violated_after_step": violated, "recovered_s": recovered,
@@ -273,12 +214,13 @@ def _baseline(policy: str) -> bool:
     return policy in BASELINES or policy.startswith("hpa-running@")
 
 
-def verdicts(rows: list[dict[str, Any]], cold_start_s: float = 300.0) -> list[str]:
+def verdicts(rows: list[dict[str, Any]]) -> list[str]:
     """The issue's targets per workload, each MET or NOT MET with the numbers behind it."""
     out = []
     for case in dict.fromkeys(r["case"] for r in rows):
         by = {r["policy"]: r for r in rows if r["case"] == case}
         f, o = by["fleetslo"], by["oracle"]
+        cold_start_s = f.get("cold_start_s", 300.0)
         goal = 0.99 if o["attainment"] >= 0.99 else o["attainment"] - 0.005
         checks = [(f"attainment {f['attainment']:.3f} >= {goal:.3f}", f["attainment"] >= goal)]
         frontier = f.get("frontier")
@@ -370,7 +312,8 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 def choose(which: str, quick: bool, cases: str) -> list[Workload]:
     """The workloads to run: the suite (or its quick subset) or the held-out set, filtered by name."""
-    sets = {"suite": WORKLOADS, "heldout": HELDOUT, "all": WORKLOADS + HELDOUT, "variants": VARIANTS}
+    sets = {"suite": WORKLOADS, "heldout": HELDOUT, "all": WORKLOADS + HELDOUT, "variants": VARIANTS,
+            "probes": PROBES}  # fmt: skip
     if which not in sets:
         raise SystemExit(f"BENCH_POLICY_SET: one of {', '.join(sets)} (got {which!r})")
     chosen = [w for w in sets[which] if not quick or w.name in QUICK]

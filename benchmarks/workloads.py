@@ -41,6 +41,9 @@ class Workload:
     #: When a step or ramp begins (seconds), for the post-step verdicts.
     step_at_s: float | None = None
     max_replicas: int = 96
+    #: The engine profile and cold start (None: ``bench_policy.PROFILE`` and its own cold start).
+    profile: str | None = None
+    cold_start_s: float | None = None
 
 
 def shared_traces(relative: str) -> Path:

@@ -83,3 +83,11 @@ def test_the_settling_verdict_shows_the_reactive_frontier_beside_it() -> None:
     assert "last quarter hour 1.70x the oracle's size" in settle
     assert "(no-foresight frontier at 0.920, +60%: settled never, 1.61x)" in settle
     assert settle.endswith("NOT MET")
+
+
+def test_a_step_is_judged_against_its_own_cold_start() -> None:
+    """A workload with a 2-minute cold start must be met again within 2 + 5 minutes, not 10."""
+    quick = {"kind": "step", "cold_start_s": 120.0}
+    lines = verdicts([row("fleetslo", 0.9, 50.0, recovered_s=480.0, settle_s=600.0, **quick),
+                      row("oracle", 1.0, 40.0, **quick)])  # fmt: skip
+    assert "t: met again 480s after the step <= 420: NOT MET" in lines
