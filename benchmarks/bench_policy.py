@@ -18,7 +18,8 @@ each minute ends, plus the smallest headroom that meets the attainment goal: wha
 frontier sweep per workload); ``BENCH_POLICY_QUICK=1`` runs the quick subset (``workloads.QUICK``)
 without the tuned ``hpa-running`` rows. ``BENCH_POLICY_SET=heldout`` runs the held-out workloads
 instead (``heldout.py``: data and shapes the defaults were never chosen on), ``all`` both, and
-``variants`` the six variants of the held-out data that later changes were checked on; ``BENCH_POLICY_CASES``
+``variants`` the six variants of the held-out data that later changes were checked on, ``probes``
+eight workloads on other engines, cold starts and target pairs (``probes.py``); ``BENCH_POLICY_CASES``
 keeps the workloads whose name contains one of its comma-separated words.
 ``BENCH_POLICY_OUT=path.json`` also writes every row.
 """
