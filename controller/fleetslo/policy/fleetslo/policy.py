@@ -243,6 +243,10 @@ class FleetSLOPolicy:
         load = max(expected, instant)
         margin = self._margins(state)[0]
         need, prediction = self._cheapest(load * margin, state, spec)
+        # A load the smallest fleet carries anyway decides nothing, and is not checked: a fleet held
+        # through a lull (no arrivals for minutes) would learn x2,000 from its ~0 forecasts when
+        # the traffic comes back, and size every load of normal size by it (31 -> 96 replicas).
+        checked = load * per_request if need > max(spec.replicas.min, 1) else None
         need = max(need, self._kv_floor(obs, arrival, load))
         prediction_for = need
         if need < current:
@@ -277,7 +281,7 @@ class FleetSLOPolicy:
             message = f"{message} [{state.model.describe()}]"
         message = f"{message}; {state.calibration.describe(*self._calibration_args())}"
         plan = feedback.corrected(Plan(need, reason, message), obs, state, spec, cfg.breach_band)
-        return replace(plan, tokens=load * per_request)
+        return replace(plan, tokens=checked)
 
     def _stay(self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec) -> float:
         """Seconds a request stays in the fleet as it serves now: the model's, at the ready

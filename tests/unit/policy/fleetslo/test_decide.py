@@ -334,3 +334,19 @@ def test_a_ttft_target_out_of_reach_at_any_size_still_sizes_for_tpot() -> None:
     assert decision.predicted_ttft_p90 is not None and decision.predicted_ttft_p90 > 2.0
     doubled, _ = policy.decide(long_prompts(t, 6.0), state, SPEC, t)
     assert doubled.replicas > 10 and doubled.reason is not Reason.SCALE_UP_SLO_BREACH
+
+
+def test_a_lull_teaches_the_load_margin_nothing() -> None:
+    """Arrivals fall to a trickle for four minutes (an upstream outage, a gap in a trace) while the
+    fleet holds its replicas, then come back at the level they left. The loads sized in the lull
+    ask for no more than the minimum fleet, so they are not checked: checked, they read the
+    return as a miss of x600 and the sizing multiplied every later load by it (ServeGen m-mid
+    day 6: 31 -> 96 replicas for a return to the same 61 requests/s)."""
+    policy = FleetSLOPolicy()
+    state, t = trained_state(policy)
+    for rate in [30.0] * 40 + [0.05] * 16 + [30.0] * 24:  # 10 minutes, a 4-minute lull, 6 minutes
+        decision, state = policy.decide(obs(t, 10, rate, tpot=tpot_for(rate / 10)), state, SPEC, t)
+        t += 15.0
+    assert max(state.calibration.load.ratios) < 2.0
+    margin = state.calibration.margins(0.9, 0.3, 20.0)[0]
+    assert margin < 1.5 and decision.replicas <= 10, (margin, decision.message)
