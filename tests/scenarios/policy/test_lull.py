@@ -14,7 +14,6 @@ oracle needs 15), where with the lull's loads checked it bought the maximum, 96.
 from __future__ import annotations
 
 import pytest
-from fleetslo.sim import oracle
 from fleetslo.sim.compare import SimulateOptions, make_named_policy
 from fleetslo.sim.scenario import run_policy
 from fleetslo.sim.traces import load_trace, rate_scale
@@ -37,8 +36,6 @@ def lulled() -> Trace:
 def test_the_traffic_coming_back_after_a_lull_does_not_buy_the_maximum() -> None:
     sc = scenario(Workload("lull", lulled, "smooth"))
     result = run_policy(sc, make_named_policy("fleetslo", sc, SimulateOptions(policies=("fleetslo",))))
-    need = oracle.plan(sc).need
     after = max(n for t, n in sizes(result).items() if t >= LULL[1])
-    needed = max(need[int(LULL[1] // 60) :])
-    assert after <= sc.spec.replicas.max / 2, (after, needed)
+    assert after <= sc.spec.replicas.max / 2, after
     assert result.window_attainment is not None and result.window_attainment >= 0.97

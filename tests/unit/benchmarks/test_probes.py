@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from fleetslo.sim.profile import builtin_profiles
 
 from benchmarks.bench_policy import PROFILE, choose, scenario
 from benchmarks.heldout import HELDOUT, VARIANTS, summary
 from benchmarks.probes import PROBES
-from benchmarks.workloads import WORKLOADS, Workload
+from benchmarks.workloads import WORKLOADS
 
 
 def test_the_probes_are_apart_from_every_other_set_and_selectable_on_their_own() -> None:
@@ -27,12 +29,11 @@ def test_the_probes_change_what_the_suite_keeps_fixed() -> None:
 
 
 def test_a_workload_runs_on_its_own_engine_and_cold_start() -> None:
-    tiny = Workload("t", lambda: next(w for w in PROBES if w.cold_start_s == 600.0).build(), "bursty",
-                    profile="mi300x-qwen3-235b-fp8-tp4", cold_start_s=600.0)  # fmt: skip
-    sc = scenario(tiny)
-    assert sc.profile.name == "mi300x-qwen3-235b-fp8-tp4"
+    probe = next(w for w in PROBES if w.cold_start_s == 600.0)
+    sc = scenario(probe)
+    assert sc.profile.name == probe.profile == "mi300x-qwen3-235b-fp8-tp4"
     assert sc.spec.replicas.cold_start == 600.0
-    default = scenario(Workload("d", tiny.build, "bursty"))
+    default = scenario(replace(probe, profile=None, cold_start_s=None))
     assert default.profile.name == PROFILE and default.spec.replicas.cold_start == 300.0
 
 
