@@ -149,6 +149,7 @@ class FleetSLOPolicy:
             calibration=calibration,
             ready_since=(ready, now) if changed else since,
             ready_before=(since[0] if since else None) if changed else state.ready_before,
+            quiet_at=now if obs.request_rate == 0 and held == 0 else state.quiet_at,
         )
         if mix is not None and self._clean(obs, state, spec, arrival):
             rate = (obs.request_rate or 0.0) / obs.replicas_reporting
@@ -246,7 +247,15 @@ class FleetSLOPolicy:
         # A load the smallest fleet carries anyway decides nothing, and is not checked: a fleet held
         # through a lull (no arrivals for minutes) would learn x2,000 from its ~0 forecasts when
         # the traffic comes back, and size every load of normal size by it (31 -> 96 replicas).
-        checked = load * per_request if need > max(spec.replicas.min, 1) else None
+        # Nor is one sized while the windows still overlap a lull (``quiet_at``): they count less
+        # than arrives as the traffic comes back (7.5, 15, 22.5/s for 30/s), and checked against
+        # what came back they read misses of up to x4 that the margin multiplied later loads by
+        # (traffic 8 minutes on, 4 off: 30.1 -> 24.9 replica-hours; the Azure code trace's gaps:
+        # up to 12 % fewer, the same windows met). Its trend is left alone: what follows a gap is
+        # often a burst above the level before it, and without the rise extrapolated the code
+        # traces lost windows.
+        refilling = state.quiet_at is not None and obs.at < state.quiet_at + obs.window + cfg.interval
+        checked = load * per_request if need > max(spec.replicas.min, 1) and not refilling else None
         need = max(need, self._kv_floor(obs, arrival, load))
         prediction_for = need
         if need < current:

@@ -47,6 +47,9 @@ class FleetSLOState:
     #: The ready count before it last changed: a change that grew it is replicas joining, one that
     #: shrank it without a scale-down is replicas lost (a crash, an eviction).
     ready_before: int | None = None
+    #: When the fleet last sat empty (a window with nothing completed, nothing held): the windows
+    #: overlapping that lull count less than arrives once traffic is back (``FleetSLOPolicy._plan``).
+    quiet_at: float | None = None
 
     def learned(self) -> dict[str, Any]:
         """The learned model and mix as a JSON-safe dict (``resume`` reads it back)."""
