@@ -19,7 +19,8 @@ frontier sweep per workload); ``BENCH_POLICY_QUICK=1`` runs the quick subset (``
 without the tuned ``hpa-running`` rows. ``BENCH_POLICY_SET=heldout`` runs the held-out workloads
 instead (``heldout.py``: data and shapes the defaults were never chosen on), ``all`` both, and
 ``variants`` the six variants of the held-out data that later changes were checked on, ``probes``
-eight workloads on other engines, cold starts and target pairs (``probes.py``); ``BENCH_POLICY_CASES``
+eight workloads on other engines, cold starts and target pairs (``probes.py``), ``fresh`` eight
+shapes none of those has (``fresh.py``: on/off, a x4 swing every 20 minutes, a dip…); ``BENCH_POLICY_CASES``
 keeps the workloads whose name contains one of its comma-separated words.
 ``BENCH_POLICY_OUT=path.json`` also writes every row.
 """
@@ -42,6 +43,7 @@ from fleetslo.sim.profile import builtin_profile
 from fleetslo.sim.result_types import ScaleEventRecord, SimResult
 from fleetslo.sim.scenario import Scenario, run_policy
 
+from benchmarks.fresh import FRESH
 from benchmarks.heldout import HELDOUT, VARIANTS
 from benchmarks.prediction import prediction_errors
 from benchmarks.probes import PROBES
@@ -314,7 +316,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 def choose(which: str, quick: bool, cases: str) -> list[Workload]:
     """The workloads to run: the suite (or its quick subset) or the held-out set, filtered by name."""
     sets = {"suite": WORKLOADS, "heldout": HELDOUT, "all": WORKLOADS + HELDOUT, "variants": VARIANTS,
-            "probes": PROBES}  # fmt: skip
+            "probes": PROBES, "fresh": FRESH}  # fmt: skip
     if which not in sets:
         raise SystemExit(f"BENCH_POLICY_SET: one of {', '.join(sets)} (got {which!r})")
     chosen = [w for w in sets[which] if not quick or w.name in QUICK]
