@@ -271,7 +271,7 @@ def test_a_latency_miss_counts_only_in_a_window_the_fleet_was_sized_for(
     twice the model's counts as the model's miss only where the fleet was sized for the window."""
     policy = FleetSLOPolicy()
     state, t = trained_state(policy)
-    due = LoadChecks(pending=((t, sized_tokens, t - 300.0),))
+    due = LoadChecks().predicted(t, sized_tokens, made=t - 300.0)
     state = replace(state, calibration=replace(state.calibration, load=due))
     _, after = policy.decide(obs(t, 10, rate, tpot=2 * 0.045 * rate / 15.0), state, SPEC, t)
     assert after.calibration.load.missed(t) is (sized_tokens < 10_000.0)
@@ -371,6 +371,6 @@ def test_the_loads_sized_on_windows_overlapping_a_lull_are_not_checked() -> None
     made = []
     for rate in [7.5, 15.0, 22.5, 30.0, 30.0, 30.0]:
         _, state = policy.decide(obs(t, 10, rate, tpot=tpot_for(rate / 10)), state, SPEC, t)
-        made.append(any(m == t for _, _, m in state.calibration.load.pending))
+        made.append(any(pending[2] == t for pending in state.calibration.load.pending))
         t += 15.0
     assert made == [False] * 4 + [True] * 2, made
