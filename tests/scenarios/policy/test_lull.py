@@ -20,6 +20,7 @@ from fleetslo.sim.traces import load_trace, rate_scale
 from fleetslo.sim.workload import Trace
 
 from benchmarks.bench_policy import scenario, sizes
+from benchmarks.fresh import FRESH
 from benchmarks.workloads import CONV, TRACES, Workload
 
 pytestmark = pytest.mark.slow
@@ -39,3 +40,15 @@ def test_the_traffic_coming_back_after_a_lull_does_not_buy_the_maximum() -> None
     after = max(n for t, n in sizes(result).items() if t >= LULL[1])
     assert after <= sc.spec.replicas.max / 2, after
     assert result.window_attainment is not None and result.window_attainment >= 0.97
+
+
+def test_traffic_that_comes_and_goes_pays_for_no_miss_its_returns_did_not_make() -> None:
+    """The chat trace x8, on for 8 minutes and off for 4 (``benchmarks/fresh.py``). The loads sized
+    on the windows overlapping each gap count less than arrives; checked, they taught the margin
+    misses of up to x4 at every return: 30.1 replica-hours. Not checked: 24.9, every window met
+    (the oracle pays 11.9, and no reactive schedule meets 0.99 here at any swept headroom)."""
+    workload = next(w for w in FRESH if w.name.startswith("on 8 min"))
+    sc = scenario(workload)
+    result = run_policy(sc, make_named_policy("fleetslo", sc, SimulateOptions(policies=("fleetslo",))))
+    assert result.window_attainment is not None and result.window_attainment >= 0.99
+    assert result.replica_hours <= 27.0, result.replica_hours
