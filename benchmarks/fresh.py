@@ -7,7 +7,7 @@ a load that swings x4 every 20 minutes, a dip to 0.3x for 20 minutes, code traff
 prompts and long answers, six other hours of the ServeGen reasoning model, and gamma-distributed
 gaps of CV 3. They were run against the defaults as they stood (results in the README's policy
 section); one change was kept from them (``FleetSLOPolicy._plan``: loads sized on windows
-overlapping a lull are not checked), so the on/off workload no longer counts as unseen.
+overlapping a lull are not checked), so those eight no longer count as unseen.
 ``BENCH_POLICY_SET=fresh``; not in ``make bench``.
 """
 
