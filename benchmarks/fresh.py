@@ -13,8 +13,6 @@ overlapping a lull are not checked), so those eight no longer count as unseen.
 
 from __future__ import annotations
 
-import random
-
 from fleetslo.sim.traces import (
     bursty,
     diurnal,
@@ -23,6 +21,7 @@ from fleetslo.sim.traces import (
     poisson,
     rate_scale,
     resampled_tokens,
+    splice_spike,
 )
 from fleetslo.sim.traces.synthetic import TokenSampler
 from fleetslo.sim.workload import Trace
@@ -42,13 +41,6 @@ def on_off(trace: Trace, on_s: float, off_s: float) -> Trace:
     period = on_s + off_s
     kept = tuple(r for r in trace.requests if r.arrival_s % period < on_s)
     return Trace(kept, f"{trace.source}, on {on_s:g} s / off {off_s:g} s")
-
-
-def dip(trace: Trace, start_s: float, end_s: float, keep: float, *, seed: int = 1) -> Trace:
-    """``trace`` with only a ``keep`` share of its requests (drawn at random) in ``[start_s, end_s)``."""
-    rng = random.Random(seed)
-    kept = tuple(r for r in trace.requests if not start_s <= r.arrival_s < end_s or rng.random() < keep)
-    return Trace(kept, f"{trace.source}, x{keep:g} in [{start_s:g}, {end_s:g}) s")
 
 
 def _conv_mix() -> TokenSampler:
@@ -73,7 +65,7 @@ FRESH: tuple[Workload, ...] = (
     ),
     Workload(
         "dip to 0.3x from 15 to 35 min (azure-conv x10)",
-        lambda: dip(_conv(10), 900.0, 2100.0, 0.3), "step", step_at_s=2100.0,
+        lambda: splice_spike(_conv(10), 900.0, 0.3, 1200.0, seed=1), "step", step_at_s=2100.0,
     ),
     Workload(
         "code, prompts x0.5 and outputs x4 (azure-code x4)",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fleetslo.sim.workload import Request, Trace
 
 from benchmarks.bench_policy import choose
-from benchmarks.fresh import FRESH, dip, on_off
+from benchmarks.fresh import FRESH, _conv, on_off
 from benchmarks.heldout import HELDOUT, VARIANTS
 from benchmarks.probes import PROBES
 from benchmarks.workloads import WORKLOADS
@@ -33,13 +33,18 @@ def test_on_off_keeps_only_the_on_minutes() -> None:
     assert len(kept.requests) == 96  # 2 periods x 48 of every 72
 
 
-def test_a_dip_thins_only_its_interval_and_is_deterministic() -> None:
-    trace = Trace(tuple(Request(t * 0.1, 100, 10) for t in range(36_000)), "10/s for an hour")
-    dipped = dip(trace, 900.0, 2100.0, 0.3)
-    inside = [r for r in dipped.requests if 900.0 <= r.arrival_s < 2100.0]
-    assert 0.27 < len(inside) / 12_000 < 0.33
-    assert len(dipped.requests) - len(inside) == 36_000 - 12_000
-    assert dip(trace, 900.0, 2100.0, 0.3).requests == dipped.requests
+def test_the_dip_thins_only_its_twenty_minutes_and_is_deterministic() -> None:
+    workload = next(w for w in FRESH if w.name.startswith("dip to 0.3x"))
+    dipped, again, whole = workload.build(), workload.build(), _conv(10)
+
+    def split(trace: Trace) -> tuple[list[Request], list[Request]]:
+        inside = [r for r in trace.requests if 900.0 <= r.arrival_s < 2100.0]
+        return inside, [r for r in trace.requests if not 900.0 <= r.arrival_s < 2100.0]
+
+    (kept, outside), (all_inside, all_outside) = split(dipped), split(whole)
+    assert 0.27 < len(kept) / len(all_inside) < 0.33
+    assert outside == all_outside
+    assert dipped.requests == again.requests
 
 
 def test_the_swing_and_the_gaps_are_what_their_names_say() -> None:
