@@ -155,9 +155,14 @@ class FleetSLOPolicy:
             rate = (obs.request_rate or 0.0) / obs.replicas_reporting
             q = spec.objectives.tpot.quantile
             model = state.model.learn(
-                rate, mix, obs.batch_limit, obs.ttft.p90, signals.tpot_p90(obs),
-                q=q, min_weight=cfg.learning_rate,
-            )  # fmt: skip
+                rate,
+                mix,
+                obs.batch_limit,
+                obs.ttft.p90,
+                signals.tpot_p90(obs),
+                q=q,
+                min_weight=cfg.learning_rate,
+            )
             # The stay against the model as this window left it: a ratio taken against a model
             # still moving (a prior learning the engine's speed) would carry its old error along.
             # The p90 ratios likewise move to the new model (``Calibration.rebased``).
@@ -176,7 +181,8 @@ class FleetSLOPolicy:
     ) -> Calibration:
         """This window's p90s against the model as it stood before, at the window's rate and mix on
         the fleet that served it. A miss counts only if the fleet was sized for the window: no more
-        arrived than the load sized for now, at a rate the sizing meets (``calibration``)."""
+        arrived than the load sized for now, at a rate the sizing meets (``calibration``). TPOT once
+        the longest answers were decoded wholly on this fleet (``signals.decode_life``, the README)."""
         since = state.ready_since
         if state.mix is None or self._warming_up(state, obs) or not obs.request_rate:
             return calibration
@@ -189,8 +195,8 @@ class FleetSLOPolicy:
         rate = obs.request_rate / obs.replicas_reporting
         before = state.model.predict(rate, mix, obs.batch_limit, spec.objectives.tpot.quantile)
         sized = not calibration.load.missed(obs.at) and self._meets(rate, state, spec)
-        observed = obs.ttft.p90, signals.tpot_p90(obs)
-        return calibration.model_checked(before.ttft_p90, before.tpot_p90, *observed, sized=sized)
+        tpot = signals.tpot_p90(obs) if obs.at - since[1] >= signals.decode_life(obs, state.mix) else None
+        return calibration.model_checked(before.ttft_p90, before.tpot_p90, obs.ttft.p90, tpot, sized=sized)
 
     def _clean(
         self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, arrival: float | None
@@ -248,12 +254,10 @@ class FleetSLOPolicy:
         # through a lull (no arrivals for minutes) would learn x2,000 from its ~0 forecasts when
         # the traffic comes back, and size every load of normal size by it (31 -> 96 replicas).
         # Nor is one sized while the windows still overlap a lull (``quiet_at``): they count less
-        # than arrives as the traffic comes back (7.5, 15, 22.5/s for 30/s), and checked against
-        # what came back they read misses of up to x4 that the margin multiplied later loads by
-        # (traffic 8 minutes on, 4 off: 30.1 -> 24.9 replica-hours; the Azure code trace's gaps:
-        # up to 12 % fewer, the same windows met). Its trend is left alone: what follows a gap is
-        # often a burst above the level before it, and without the rise extrapolated the code
-        # traces lost windows.
+        # than arrives as the traffic comes back (7.5, 15, 22.5/s for 30/s), and checked they read
+        # misses of up to x4 that the margin multiplied later loads by (on 8 minutes, off 4: 30.1
+        # -> 24.9 replica-hours). Its trend is left alone: what follows a gap is often a burst above
+        # the level before it (without the rise extrapolated the Azure code traces lost windows).
         refilling = state.quiet_at is not None and obs.at < state.quiet_at + obs.window + cfg.interval
         checked = load * per_request if need > max(spec.replicas.min, 1) and not refilling else None
         need = max(need, self._kv_floor(obs, arrival, load))
@@ -280,8 +284,7 @@ class FleetSLOPolicy:
             need = current
         if need != prediction_for:
             prediction = self._at(load * margin / max(need, 1), state, spec)
-        tokens = state.mix.tokens_per_request
-        sizing = Sizing(need, current, arrival, expected, instant, prediction, tokens)
+        sizing = Sizing(need, current, arrival, expected, instant, prediction, per_request)
         reason, message = sizing.why()
         relaxed = self._targets(state, spec)[2]
         if relaxed is not None:

@@ -94,6 +94,15 @@ def request_mix(obs: Observation) -> RequestMix | None:
     )
 
 
+def decode_life(obs: Observation, mix: RequestMix) -> float:
+    """Seconds the longest answers of ``mix`` (its top point) spend in a replica at this window's
+    p90 TTFT and TPOT: how long before the window the requests behind its p90 TPOT began, since
+    vLLM observes a request's TPOT when it finishes (its TTFT at the first token). 0 without TPOT."""
+    if obs.tpot.p90 is None:
+        return 0.0
+    return (obs.ttft.p90 or 0.0) + max(mix.output) * obs.tpot.p90
+
+
 def tokens_rate(obs: Observation) -> float | None:
     if obs.prompt_tokens_rate is None or obs.generation_tokens_rate is None:
         return None

@@ -374,3 +374,37 @@ def test_the_loads_sized_on_windows_overlapping_a_lull_are_not_checked() -> None
         made.append(any(pending[2] == t for pending in state.calibration.load.pending))
         t += 15.0
     assert made == [False] * 4 + [True] * 2, made
+
+
+@pytest.mark.parametrize("answer", [4000.0, 200.0])
+def test_a_tpot_its_requests_earned_on_the_fleet_before_a_change_is_not_checked(answer: float) -> None:
+    """vLLM observes a request's TPOT when it finishes, so a window's p90 TPOT speaks for requests
+    that lived their whole decode in it: a reasoning answer of several thousand tokens, minutes.
+    After the fleet grows, the windows a minute on still report answers that were decoded on the
+    smaller fleet; checked against the model at the larger fleet's rate, they read a miss of x1.5-2
+    that the TPOT margin kept for half an hour (the reasoning hours: 37 replicas where 10-21
+    serve). They are checked once the longest answers of the mix (its top point, at the TPOT the
+    window shows) began on the fleet as it is; TTFT, observed at the first token, from the next
+    window on. Answers of 200 tokens live seconds: their windows are checked as before."""
+    policy = FleetSLOPolicy()
+    state, t = trained_state(policy)
+    long = {"generation_tokens_rate": answer * 30.0}
+    for _ in range(40):  # ten minutes at this length, so the smoothed mix has it
+        _, state = policy.decide(obs(t, 10, 30.0, tpot=tpot_for(3.0), **long), state, SPEC, t)
+        t += 15.0
+    before = state.calibration
+    # The fleet doubled: 7.5 minutes on 20 replicas. Both p90s sit below the model's predictions
+    # (a ratio at or below 1 counts whatever the load did), and preemptions keep the model from
+    # learning them, so only the rule under test can leave a window out.
+    seen = Quantiles(0.008, 0.01, 0.012)
+    for _ in range(30):
+        o = replace(obs(t, 20, 30.0, **long), ttft=seen, tpot=seen, preemption_rate=0.1)
+        _, state = policy.decide(o, state, SPEC, t)
+        t += 15.0
+    assert state.mix is not None
+    life = seen.p90 + max(state.mix.output) * seen.p90  # TTFT + the top answer's decode
+    ttft = len(state.calibration.ttft.ratios) - len(before.ttft.ratios)
+    tpot = len(state.calibration.tpot.ratios) - len(before.tpot.ratios)
+    assert ttft == 26, ttft  # every window but the first minute's
+    assert tpot == sum(1 for k in range(30) if 15.0 * k >= max(60.0, life)), (tpot, life)
+    assert (tpot < ttft) is (answer > 1000)
