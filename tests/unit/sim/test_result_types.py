@@ -15,7 +15,10 @@ of ``ScaleUpForecast``; the same 14 replicas, nothing else), and a sixth time wh
 the model's reach at any size was relaxed instead of the model given up (the tiny engine's 20 ms
 TPOT target is under the conservative prior's idle step: the fleet is now sized for TTFT with TPOT
 held to 1.3x the idle step, 8 scale events instead of 5, request attainment 0.67 -> 0.78, mean
-replicas 6.9 -> 17.2; the JSON's shape unchanged). Only ``wall_seconds`` varies between
+replicas 6.9 -> 17.2; the JSON's shape unchanged), and a seventh time when a window replicas
+joined stopped teaching the model TTFT (the learned TTFT bias x1.23 -> x1.10 by the end, so the
+predicted p90 TTFT in the messages and decisions; the same events and windows). Only
+``wall_seconds`` varies between
 runs, so the golden file holds a marker there and the test checks it is present and a number.
 Rewrite it only for an intended change of the JSON or of the policy, and review the diff.
 """

@@ -154,14 +154,10 @@ class FleetSLOPolicy:
         if mix is not None and self._clean(obs, state, spec, arrival):
             rate = (obs.request_rate or 0.0) / obs.replicas_reporting
             q = spec.objectives.tpot.quantile
+            # In a window replicas joined, TTFT shows the router's flood onto them, not the engine.
+            ttft = None if feedback.replicas_joined(state, obs) else obs.ttft.p90
             model = state.model.learn(
-                rate,
-                mix,
-                obs.batch_limit,
-                obs.ttft.p90,
-                signals.tpot_p90(obs),
-                q=q,
-                min_weight=cfg.learning_rate,
+                rate, mix, obs.batch_limit, ttft, signals.tpot_p90(obs), q=q, min_weight=cfg.learning_rate
             )
             # The stay against the model as this window left it: a ratio taken against a model
             # still moving (a prior learning the engine's speed) would carry its old error along.

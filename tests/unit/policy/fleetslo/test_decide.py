@@ -408,3 +408,25 @@ def test_a_tpot_its_requests_earned_on_the_fleet_before_a_change_is_not_checked(
     assert ttft == 26, ttft  # every window but the first minute's
     assert tpot == sum(1 for k in range(30) if 15.0 * k >= max(60.0, life)), (tpot, life)
     assert (tpot < ttft) is (answer > 1000)
+
+
+def test_a_window_replicas_joined_teaches_the_model_its_tpot_not_its_ttft() -> None:
+    """A least-loaded router sends a replica that just joined every arrival until it holds as many
+    as the others, and their prefills queue there: p90 TTFT spikes for the window on a fleet that
+    just grew (``feedback.newcomers_flood``). Learned as the engine's TTFT bias, those floods made
+    the model call an idle replica's p90 TTFT 2-3 s on the reasoning day in 4 h (target 2 s): the
+    target was relaxed, and the next flood's queue, read as a backlog, bought the maximum fleet.
+    Such a window still teaches TPOT; its TTFT teaches nothing until a window later."""
+    policy = FleetSLOPolicy()
+    state, t = trained_state(policy)
+    bias, windows = state.model.ln_ttft_bias, state.model.windows
+    for _ in range(4):  # the minute after ten more replicas joined: TTFT floods, TPOT as ever
+        o = obs(t, 20, 30.0, tpot=tpot_for(1.5), ttft=1.9)
+        _, state = policy.decide(o, state, SPEC, t)
+        t += 15.0
+    assert state.model.ln_ttft_bias == bias
+    assert state.model.windows > windows  # learned from all the same
+    for _ in range(4):  # the same TTFT a minute on is the engine's
+        _, state = policy.decide(obs(t, 20, 30.0, tpot=tpot_for(1.5), ttft=1.9), state, SPEC, t)
+        t += 15.0
+    assert state.model.ln_ttft_bias > bias
