@@ -20,7 +20,9 @@ without the tuned ``hpa-running`` rows. ``BENCH_POLICY_SET=heldout`` runs the he
 instead (``heldout.py``: data and shapes the defaults were never chosen on), ``all`` both, and
 ``variants`` the six variants of the held-out data that later changes were checked on, ``probes``
 eight workloads on other engines, cold starts and target pairs (``probes.py``), ``fresh`` eight
-shapes none of those has (``fresh.py``: on/off, a x4 swing every 20 minutes, a dip…); ``BENCH_POLICY_CASES``
+shapes none of those has (``fresh.py``: on/off, a x4 swing every 20 minutes, a dip…), ``drawn``
+twenty workloads drawn by seed from wide ranges of sources, rate curves, targets, cold starts and
+engines (``drawn.py``; without the tuned hpa-running rows); ``BENCH_POLICY_CASES``
 keeps the workloads whose name contains one of its comma-separated words.
 ``BENCH_POLICY_OUT=path.json`` also writes every row.
 """
@@ -43,6 +45,7 @@ from fleetslo.sim.profile import builtin_profile
 from fleetslo.sim.result_types import ScaleEventRecord, SimResult
 from fleetslo.sim.scenario import Scenario, run_policy
 
+from benchmarks.drawn import drawn
 from benchmarks.fresh import FRESH
 from benchmarks.heldout import HELDOUT, VARIANTS
 from benchmarks.prediction import prediction_errors
@@ -316,10 +319,13 @@ def table(rows: list[dict[str, Any]]) -> str:
 def choose(which: str, quick: bool, cases: str) -> list[Workload]:
     """The workloads to run: the suite (or its quick subset) or the held-out set, filtered by name."""
     sets = {"suite": WORKLOADS, "heldout": HELDOUT, "all": WORKLOADS + HELDOUT, "variants": VARIANTS,
-            "probes": PROBES, "fresh": FRESH}  # fmt: skip
+            "probes": PROBES, "fresh": FRESH, "drawn": ()}  # fmt: skip
     if which not in sets:
         raise SystemExit(f"BENCH_POLICY_SET: one of {', '.join(sets)} (got {which!r})")
-    chosen = [w for w in sets[which] if not quick or w.name in QUICK]
+    words = [word.strip() for word in cases.split(",") if word.strip()]
+    if which == "drawn":  # sized by a calibration each: built only when asked for
+        sets["drawn"] = drawn(words=words)
+    chosen = [w for w in sets[which] if which == "drawn" or not quick or w.name in QUICK]
     words = [word.strip() for word in cases.split(",") if word.strip()]
     return [w for w in chosen if not words or any(word in w.name for word in words)]
 
@@ -328,7 +334,8 @@ def main() -> list[dict[str, Any]]:
     quick = bool(os.environ.get("BENCH_POLICY_QUICK"))
     which, cases = os.environ.get("BENCH_POLICY_SET", "suite"), os.environ.get("BENCH_POLICY_CASES", "")
     chosen = choose(which, quick, cases)
-    rows = [row for w in chosen for row in run_workload(w, quick)]
+    # The drawn set skips the tuned hpa-running rows (twenty workloads; hpa-running is a baseline).
+    rows = [row for w in chosen for row in run_workload(w, quick or which == "drawn")]
     print("\n".join(verdicts(rows)))
     print(table(rows))
     fleetslo_rows = [r for r in rows if r["policy"] == "fleetslo" and r.get("prediction")]
