@@ -236,24 +236,27 @@ class FleetSLOPolicy:
             max_growth=cfg.max_forecast_growth, confidence=cfg.trend_confidence,
         )  # fmt: skip
         expected = max(arrival, ahead / per_request)
-        # The backlog (``backlog``: requests in the fleet beyond what the arrival rate keeps
-        # there at this window's mix) spread over ``backlog_drain_s``: a one-off amount to drain,
-        # not a rate; sizing it as one buys a fleet for a queue that is gone by the time the
-        # replicas are ready.
+        # The backlog (``backlog``: requests held beyond what the arrivals keep there at this
+        # window's mix) spread over ``backlog_drain_s``: a one-off amount to drain, not a rate;
+        # sized as one it buys a fleet for a queue gone by the time the replicas are ready.
         queueing = (obs.waiting or 0.0) > _QUEUE_SHARE * (obs.running or 0.0)
         drain_s = max(cfg.backlog_drain_s, cfg.interval)
         instant = arrival + backlog.backlog(obs, arrival, self._stay(obs, state, spec)) / drain_s
         load = max(expected, instant)
         margin = self._margins(state)[0]
         need, prediction = self._cheapest(load * margin, state, spec)
-        # A load the smallest fleet carries anyway decides nothing, and is not checked: a fleet held
-        # through a lull (no arrivals for minutes) would learn x2,000 from its ~0 forecasts when
-        # the traffic comes back, and size every load of normal size by it (31 -> 96 replicas).
-        # Nor is one sized while the windows still overlap a lull (``quiet_at``): they count less
-        # than arrives as the traffic comes back (7.5, 15, 22.5/s for 30/s), and checked they read
-        # misses of up to x4 that the margin multiplied later loads by (on 8 minutes, off 4: 30.1
-        # -> 24.9 replica-hours). Its trend is left alone: what follows a gap is often a burst above
-        # the level before it (without the rise extrapolated the Azure code traces lost windows).
+        held = None
+        if instant > expected:  # a queue stays on the replicas holding it (``backlog.useful``)
+            arriving = max(expected, (state.forecast.peak(obs.at - obs.window) or 0.0) / per_request)
+            carry = self._cheapest(arriving * margin, state, spec)[0]
+            need, held = backlog.useful(need, carry, obs.replicas.ready)
+            prediction = prediction if held is None else self._at(arriving * margin / need, state, spec)
+        # A load the smallest fleet carries anyway decides nothing, and is not checked: held through
+        # a lull, a fleet would learn x2,000 from its ~0 forecasts when the traffic comes back (31
+        # -> 96 replicas). Nor one sized while the windows overlap a lull (``quiet_at``): they count
+        # less than arrives as it comes back, read misses of up to x4 (on 8 min / off 4: 30.1 ->
+        # 24.9 replica-h). Its trend is left alone: what follows a gap is often a burst above the
+        # level before it (without the rise extrapolated the Azure code traces lost windows).
         refilling = state.quiet_at is not None and obs.at < state.quiet_at + obs.window + cfg.interval
         checked = load * per_request if need > max(spec.replicas.min, 1) and not refilling else None
         need = max(need, self._kv_floor(obs, arrival, load))
@@ -280,7 +283,7 @@ class FleetSLOPolicy:
             need = current
         if need != prediction_for:
             prediction = self._at(load * margin / max(need, 1), state, spec)
-        sizing = Sizing(need, current, arrival, expected, instant, prediction, per_request)
+        sizing = Sizing(need, current, arrival, expected, instant, prediction, per_request, held)
         reason, message = sizing.why()
         relaxed = self._targets(state, spec)[2]
         if relaxed is not None:

@@ -19,6 +19,8 @@ class Sizing:
     #: What the model predicts for ``need`` replicas at the sized load (headroom included).
     prediction: Prediction
     tokens_per_request: float
+    #: Where a backlog's sizing was capped (``backlog.useful``): the ready replicas holding it.
+    queue_held_by: int | None = None
 
     def why(self) -> tuple[Reason, str]:
         load = max(self.forecast_load, self.instant_load)
@@ -30,7 +32,9 @@ class Sizing:
         )
         if self.need > self.current:
             if self.instant_load > self.forecast_load:
-                return Reason.SCALE_UP_QUEUE, f"{basis} (instant load outruns the forecast)"
+                held = self.queue_held_by
+                cap = "" if held is None else f"; the queue stays on the {held} ready replicas holding it"
+                return Reason.SCALE_UP_QUEUE, f"{basis} (instant load outruns the forecast{cap})"
             return Reason.SCALE_UP_FORECAST, basis
         if self.need < self.current:
             return Reason.SCALE_DOWN_LOW_LOAD, basis

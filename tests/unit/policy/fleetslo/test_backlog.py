@@ -6,7 +6,7 @@ import math
 
 import pytest
 from fleetslo.core.model import Observation, Quantiles, ReplicaCounts
-from fleetslo.policy.fleetslo.backlog import backlog, stay_ratio
+from fleetslo.policy.fleetslo.backlog import backlog, stay_ratio, useful
 
 
 def fleet(*, running: float | None = 200.0, waiting: float | None = 0.0, rate: float | None = 20.0,
@@ -48,3 +48,11 @@ def test_the_stay_ratio_is_what_the_fleet_held_over_what_the_model_said() -> Non
 def test_a_window_that_cannot_tell_keeps_the_ratio(seen: Observation) -> None:
     assert stay_ratio(seen, 8.0, 1.1) == 1.1
     assert stay_ratio(fleet(), math.inf, 1.1) == 1.1
+
+
+def test_a_backlog_uses_no_more_replicas_than_the_arrivals_need_and_those_that_hold_it() -> None:
+    """vLLM keeps a request on the replica that queued it: replicas added for a backlog only take
+    the arrivals off the ones holding it, so past (arrivals' fleet + ready) they add nothing."""
+    assert useful(40, 14, 1) == (15, 1)  # one replica holds the queue: 14 carry the arrivals
+    assert useful(40, 14, 30) == (40, None)  # thirty may hold it: 40 is within 14 + 30
+    assert useful(15, 14, 1) == (15, None)  # exactly the bound: not capped

@@ -169,6 +169,27 @@ def test_a_queue_behind_a_longer_mix_is_still_a_queue() -> None:
     assert queued.replicas > calm.replicas
 
 
+def test_a_queue_one_replica_built_is_not_sized_as_load_for_a_fleet_that_cannot_take_it() -> None:
+    """Reproduces a drawn workload (ServeGen m-small from 05:00, x2 speed, 10-minute cold start):
+    traffic came from nothing to 143/s onto the one replica up, which queued 85,000 requests while
+    95 started. Sized as load spread over the fleet, that queue held the maximum fleet long after
+    the arrivals were served; but vLLM keeps a request where it queued, so a backlog can use at
+    most the replicas the arrivals need plus those that hold it."""
+    policy = FleetSLOPolicy()
+    state, t = trained_state(policy)
+    for _ in range(6):  # the queue built, and now stands: 30/s arrive and 30/s complete
+        decision, state = policy.decide(
+            obs(t, 10, 30.0, tpot=tpot_for(3.0), waiting=50_000.0), state, SPEC, t
+        )
+        t += 15.0
+    stuck = obs(t, 10, 30.0, tpot=tpot_for(3.0), waiting=50_000.0)
+    decision, _ = policy.decide(stuck, state, SPEC, t)
+    assert "the queue stays on the 10 ready replicas holding it" in decision.message
+    carried, _ = policy.decide(obs(t, 10, 30.0, tpot=tpot_for(3.0)), state, SPEC, t)
+    assert carried.replicas < decision.replicas <= carried.replicas + 10 < SPEC.replicas.max
+    assert decision.predicted_tpot_p90 is not None and decision.predicted_tpot_p90 < 0.05
+
+
 def test_the_batch_limit_is_the_engines_maximum_while_both_targets_have_room() -> None:
     """Never a standing cap: with nothing starting, a limit below the batch the load needs would
     only cut throughput (issue 13)."""
