@@ -94,7 +94,10 @@ def _source(rng: random.Random) -> tuple[str, Callable[[float], Trace]]:
             base = lengths(base, prompt, output) if (prompt, output) != (1.0, 1.0) else base
             return rate_scale(base, factor, seed=seed)
 
-        return f"azure-{pick}" if pick != "mooncake" else "mooncake", trace
+        label = f"azure-{pick}" if pick != "mooncake" else "mooncake"
+        if (prompt, output) != (1.0, 1.0):
+            label = f"{label} (prompts x{prompt:.2g}, answers x{output:.2g})"
+        return label, trace
     if pick == "servegen":
         kind = rng.choice(("language/m-small", "language/m-mid", "reason/deepseek-r1"))
         day = 0 if kind.startswith("reason") else rng.randrange(14)
