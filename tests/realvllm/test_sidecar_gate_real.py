@@ -225,9 +225,12 @@ def test_gate_relays_the_engines_answer_unchanged(sidecar: Sidecar, replica_url:
     assert relayed["usage"] == direct["usage"]
 
 
-def test_a_client_hang_up_aborts_the_request_in_vllm(sidecar: Sidecar, replica_url: str) -> None:
+def _hang_up_after_the_first_token(sidecar: Sidecar, replica_url: str, salt: int) -> float:
+    """Ask for 2,000 tokens through the gate, hang up at the first, wait until vLLM runs nothing:
+    the tokens vLLM made for it (min_tokens and ignore_eos force all 2,000 on a request that runs
+    to its end)."""
     before = httpx.get(f"{replica_url}/metrics").text
-    body = completion_body(MODEL_NAME, 16, 2000, 99)
+    body = completion_body(MODEL_NAME, 16, 2000, salt)
     with httpx.stream("POST", f"{sidecar.gate}/v1/completions", json=body, timeout=60) as response:
         for line in response.iter_lines():
             if line.startswith("data: {"):
@@ -239,16 +242,23 @@ def test_a_client_hang_up_aborts_the_request_in_vllm(sidecar: Sidecar, replica_u
             break
         time.sleep(0.2)
     assert _gauge(page, "vllm:num_requests_running") == 0, "vLLM still runs the abandoned request"
-    # vLLM stopped generating for it: fewer than the 2000 tokens asked for were made (min_tokens and
-    # ignore_eos force all 2000 on a request that runs to its end). How many fewer is a race on the
-    # shared cores: the gate sees the hang-up at its next write, closes its upstream, and vLLM
-    # aborts at its next step; earlier whole-tier runs stayed under 1,000, one made 1,646 (a fresh clone's
-    # CI, 2026-12-04), so the old bound of 1,000 measured the machine's load, not the abort.
-    made = (
+    return (
         read_counters(page)["vllm:generation_tokens_total"]
         - read_counters(before)["vllm:generation_tokens_total"]
     )
-    assert 1 <= made < 2000, made
+
+
+def test_a_client_hang_up_aborts_the_request_in_vllm(sidecar: Sidecar, replica_url: str) -> None:
+    """vLLM stops generating for a request whose client hung up at the gate: fewer than the 2,000
+    tokens asked for are made. How many fewer is a race on the shared cores (the gate sees the
+    hang-up, closes its upstream, vLLM's server notices and aborts at the engine's next step):
+    whole-tier runs made 200-1,000, a fresh clone's CI 1,646 (2026-12-04), and one beside two
+    simulations on the same two cores all 2,000 (2026-12-05): the race lost, not the abort. So up to
+    three tries: a gate that never closes its upstream loses all three, every time."""
+    made = [_hang_up_after_the_first_token(sidecar, replica_url, salt) for salt in (99,)]
+    while made[-1] >= 2000 and len(made) < 3:
+        made.append(_hang_up_after_the_first_token(sidecar, replica_url, 99 + len(made)))
+    assert 1 <= made[-1] < 2000, made
 
 
 def test_drain_lets_in_flight_finish_and_turns_new_requests_away(sidecar: Sidecar) -> None:
