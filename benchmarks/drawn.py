@@ -20,7 +20,10 @@ check a default. Here a seed draws every part of a workload from the ranges belo
   calibrated capacity (one calibration at scale 1, the need being proportional to the rate), and
   at most ``MAX_REQUESTS`` requests in the hour (a smaller fleet where requests are very cheap).
 
-``BENCH_POLICY_SET=drawn`` runs them; ``DRAWN_COUNT`` changes how many (default ``COUNT``).
+``BENCH_POLICY_SET=drawn`` runs them; ``DRAWN_COUNT`` changes how many (default ``COUNT``) and
+``DRAWN_FIRST`` the first seed (default 0). Seeds 0-19 were run and traced in stop 34 and a change
+was chosen on them, so they are no longer unseen: a later change is best checked on seeds nobody
+has looked at (``DRAWN_FIRST=20`` and up), then reported on both.
 """
 
 from __future__ import annotations
@@ -216,11 +219,15 @@ def sized(d: Draw, attempt: int = 0) -> tuple[Workload, float]:
     ), scale  # fmt: skip
 
 
-def drawn(count: int | None = None, words: Sequence[str] = ()) -> tuple[Workload, ...]:
-    """The first ``count`` drawn workloads (``DRAWN_COUNT``, default ``COUNT``), sized. Words of
-    the form ``drawn N:`` (``BENCH_POLICY_CASES``) keep those seeds before any is sized."""
+def drawn(
+    count: int | None = None, words: Sequence[str] = (), first: int | None = None
+) -> tuple[Workload, ...]:
+    """``count`` drawn workloads (``DRAWN_COUNT``, default ``COUNT``) from seed ``first``
+    (``DRAWN_FIRST``, default 0), sized. Words of the form ``drawn N:`` (``BENCH_POLICY_CASES``)
+    keep those seeds before any is sized."""
     n = int(os.environ.get("DRAWN_COUNT", COUNT)) if count is None else count
-    seeds: Sequence[int] = range(n)
+    start = int(os.environ.get("DRAWN_FIRST", "0")) if first is None else first
+    seeds: Sequence[int] = range(start, start + n)
     named = {w for w in words if w.startswith("drawn ") and w.endswith(":")}
     if named:
         seeds = [s for s in seeds if f"drawn {s}:" in named]

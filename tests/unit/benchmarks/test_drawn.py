@@ -7,7 +7,7 @@ import math
 
 from fleetslo.sim.workload import Request, Trace
 
-from benchmarks.drawn import COUNT, MAX_REQUESTS, draw, reshaped, sized
+from benchmarks.drawn import COUNT, MAX_REQUESTS, draw, drawn, reshaped, sized
 
 
 def test_a_seed_draws_the_same_workload_every_time_and_seeds_differ() -> None:
@@ -60,3 +60,9 @@ def test_a_drawn_workload_is_sized_to_its_fleet_and_builds_the_same_trace_twice(
     assert (
         workload.kind == d.kind and workload.cold_start_s == d.cold_start_s and workload.profile == d.profile
     )
+
+
+def test_the_set_starts_where_it_is_told_and_keeps_only_the_seeds_named() -> None:
+    picked = drawn(count=3, words=["drawn 21:"], first=20)
+    assert [w.name.split(":")[0] for w in picked] == ["drawn 21"]
+    assert drawn(count=2, words=["drawn 5:"], first=20) == ()  # seed 5 is not among 20-21
