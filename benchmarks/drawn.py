@@ -22,8 +22,8 @@ check a default. Here a seed draws every part of a workload from the ranges belo
 
 ``BENCH_POLICY_SET=drawn`` runs them; ``DRAWN_COUNT`` changes how many (default ``COUNT``) and
 ``DRAWN_FIRST`` the first seed (default 0). Seeds 0-19 were run and traced in stop 34 and a change
-was chosen on them, so they are no longer unseen: a later change is best checked on seeds nobody
-has looked at (``DRAWN_FIRST=20`` and up), then reported on both.
+was chosen on them, and 20-39 run once after it, so none is unseen any more: a later change is
+best checked on seeds nobody has looked at (``DRAWN_FIRST=40`` and up), then reported on all.
 """
 
 from __future__ import annotations
