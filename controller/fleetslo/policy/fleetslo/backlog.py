@@ -60,6 +60,7 @@ def useful(need: int, for_arrivals: int, ready: int) -> tuple[int, int | None]:
     new request. Returns the count and, where it capped ``need``, the ready replicas it counted.
     The policy sizes ``for_arrivals`` at what *arrives* (the top of the window's samples of the
     forecast: completions plus the growth of the requests held), not at the completion rate: an
-    overloaded fleet completes only what it can serve."""
+    overloaded fleet completes only what it can serve; its KV floor and its predicted p90s are
+    the arrivals' on the replicas that take them: the queue's KV stays where the queue is."""
     cap = for_arrivals + ready
     return (need, None) if need <= cap else (cap, ready)

@@ -245,12 +245,12 @@ class FleetSLOPolicy:
         load = max(expected, instant)
         margin = self._margins(state)[0]
         need, prediction = self._cheapest(load * margin, state, spec)
-        held = None
+        held, arriving = None, load
         if instant > expected:  # a queue stays on the replicas holding it (``backlog.useful``)
             arriving = max(expected, (state.forecast.peak(obs.at - obs.window) or 0.0) / per_request)
             carry = self._cheapest(arriving * margin, state, spec)[0]
             need, held = backlog.useful(need, carry, obs.replicas.ready)
-            prediction = prediction if held is None else self._at(arriving * margin / need, state, spec)
+            prediction = prediction if held is None else self._at(arriving * margin / carry, state, spec)
         # A load the smallest fleet carries anyway decides nothing, and is not checked: held through
         # a lull, a fleet would learn x2,000 from its ~0 forecasts when the traffic comes back (31
         # -> 96 replicas). Nor one sized while the windows overlap a lull (``quiet_at``): they count
@@ -259,7 +259,7 @@ class FleetSLOPolicy:
         # level before it (without the rise extrapolated the Azure code traces lost windows).
         refilling = state.quiet_at is not None and obs.at < state.quiet_at + obs.window + cfg.interval
         checked = load * per_request if need > max(spec.replicas.min, 1) and not refilling else None
-        need = max(need, self._kv_floor(obs, arrival, load))
+        need = max(need, self._kv_floor(obs, arrival, load if held is None else arriving))
         prediction_for = need
         if need < current:
             # Shrinking is sized for the busiest arrival rate of the last few minutes and a dead

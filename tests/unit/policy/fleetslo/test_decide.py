@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -188,6 +189,16 @@ def test_a_queue_one_replica_built_is_not_sized_as_load_for_a_fleet_that_cannot_
     carried, _ = policy.decide(obs(t, 10, 30.0, tpot=tpot_for(3.0)), state, SPEC, t)
     assert carried.replicas < decision.replicas <= carried.replicas + 10 < SPEC.replicas.max
     assert decision.predicted_tpot_p90 is not None and decision.predicted_tpot_p90 < 0.05
+    # The queue's KV stays where the queue is: the KV floor is the arrivals', not the backlog's
+    # (read at the backlog's load, 95 % KV asked for 183 replicas here).
+    full, _ = policy.decide(replace(stuck, kv_cache_usage=0.95), state, SPEC, t)
+
+    def wanted(message: str) -> int:
+        found = re.search(r"(\d+) replicas predict", message)
+        assert found, message
+        return int(found.group(1))
+
+    assert wanted(full.message) <= wanted(decision.message) + 2, full.message
 
 
 def test_the_batch_limit_is_the_engines_maximum_while_both_targets_have_room() -> None:
