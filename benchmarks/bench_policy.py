@@ -326,7 +326,6 @@ def choose(which: str, quick: bool, cases: str) -> list[Workload]:
     if which == "drawn":  # sized by a calibration each: built only when asked for
         sets["drawn"] = drawn(words=words)
     chosen = [w for w in sets[which] if which == "drawn" or not quick or w.name in QUICK]
-    words = [word.strip() for word in cases.split(",") if word.strip()]
     return [w for w in chosen if not words or any(word in w.name for word in words)]
 
 

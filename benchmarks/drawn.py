@@ -42,7 +42,7 @@ from fleetslo.sim.traces import bursty, load_trace, lognormal_tokens, poisson, r
 from fleetslo.sim.workload import Trace
 
 from benchmarks.heldout import MOONCAKE, looped, servegen_span
-from benchmarks.workloads import CODE, CONV, TRACES, Workload, lengths
+from benchmarks.workloads import CODE, CONV, TRACES, Workload, lengths, shaped
 
 COUNT = 20
 MAX_REQUESTS = 300_000
@@ -156,13 +156,10 @@ def _curve(rng: random.Random) -> tuple[str, Callable[[float], float], float | N
 
 
 def reshaped(trace: Trace, shape: Callable[[float], float], *, seed: int) -> Trace:
-    """``trace`` with its rate multiplied by ``shape(t)`` at each arrival: rate-scaled by the
-    curve's top, then thinned to its share (the top read on a one-second grid over the trace)."""
+    """``trace`` with its rate multiplied by ``shape(t)`` (``workloads.shaped``), the curve's top
+    read on a one-second grid over the trace."""
     top = max(shape(float(t)) for t in range(math.ceil(trace.duration_s) + 1))
-    scaled = rate_scale(trace, top, seed=seed) if top != 1.0 else trace
-    rng = random.Random(seed + 1)
-    kept = tuple(r for r in scaled.requests if rng.random() * top < shape(r.arrival_s))
-    return Trace(kept, f"{trace.source}, reshaped")
+    return Trace(shaped(trace, shape, top, seed=seed).requests, f"{trace.source}, reshaped")
 
 
 def draw(seed: int, attempt: int = 0) -> Draw:

@@ -93,16 +93,21 @@ def drifting(trace: Trace, until_s: float, factor: float) -> Trace:
     )
 
 
-def ramp(trace: Trace, start_s: float, duration_s: float, factor: float, *, seed: int = 0) -> Trace:
-    """The rate ×1 before ``start_s``, rising linearly to ×``factor`` over ``duration_s``, then held:
-    the trace rate-scaled by ``factor`` and thinned to the ramp's share at each arrival."""
-    scaled = rate_scale(trace, factor, seed=seed)
+def shaped(trace: Trace, curve: Callable[[float], float], top: float, *, seed: int = 0) -> Trace:
+    """The trace with its rate × ``curve(t)`` (at most ``top``): rate-scaled by ``top``, then each
+    arrival kept with probability ``curve(t) / top``."""
+    scaled = rate_scale(trace, top, seed=seed) if top != 1.0 else trace
     rng = random.Random(seed + 1)
+    return Trace(tuple(r for r in scaled.requests if rng.random() < curve(r.arrival_s) / top), trace.source)
 
-    def share(t: float) -> float:
-        return (1 + (factor - 1) * min(1.0, max(0.0, (t - start_s) / duration_s))) / factor
 
-    kept = tuple(r for r in scaled.requests if rng.random() < share(r.arrival_s))
+def ramp(trace: Trace, start_s: float, duration_s: float, factor: float, *, seed: int = 0) -> Trace:
+    """The rate ×1 before ``start_s``, rising linearly to ×``factor`` over ``duration_s``, then held."""
+
+    def curve(t: float) -> float:
+        return 1 + (factor - 1) * min(1.0, max(0.0, (t - start_s) / duration_s))
+
+    kept = shaped(trace, curve, factor, seed=seed).requests
     return Trace(kept, f"{trace.source} ramp x{factor:g} from {start_s:g}s over {duration_s:g}s")
 
 
