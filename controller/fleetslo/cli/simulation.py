@@ -60,6 +60,11 @@ def _configure_simulate(p: argparse.ArgumentParser) -> None:
         "--replicas and --initial-replicas divided by M); sizes, costs and counts are scaled back by M "
         "and the result says sample: M",
     )  # fmt: skip
+    p.add_argument(
+        "--stream", action="store_true",
+        help="read the trace as a stream and judge each minute as it ends: days or weeks of traffic in "
+        "bounded memory (per-day figures; no oracle, no --report, no p90 over the whole run)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--report", help="also write a self-contained HTML report here")
     p.add_argument("--title", help="report title")
@@ -98,6 +103,8 @@ def _run_simulate(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"--sample: must be a whole number >= 1 (one replica simulated in M; got {args.sample})"
         )
+    if args.stream:
+        return _run_streamed(args, profile, options)
     report = prepare_output(args.report, "--report") if args.report else None  # before the work
     with quiet_gc():  # a replay piles up no cyclic garbage while it runs (records.quiet_gc)
         trace = compare.shape_trace(load_trace(args.trace), options)
@@ -119,6 +126,46 @@ def _run_simulate(args: argparse.Namespace) -> int:
         from fleetslo.sim.report import render_report
 
         report.write_text(render_report(results, title), encoding="utf-8")
+    return EXIT_OK
+
+
+def _run_streamed(args: argparse.Namespace, profile: Any, options: Any) -> int:
+    """``--stream``: every policy over its own read of the file (``sim.streamed``)."""
+    import json
+    import sys
+
+    from rich.console import Console
+
+    from fleetslo.sim import compare, streamed
+    from fleetslo.sim.records import quiet_gc
+    from fleetslo.sim.traces.stream import first_request, shaped, stream_trace
+
+    if args.report:
+        raise ConfigError("--report: not with --stream (the report plots every request; drop one of them)")
+
+    def arrivals() -> Any:
+        _, stream = first_request(stream_trace(args.trace))  # a bad file fails here, before any work
+        return shaped(
+            stream, start_s=options.start_s, duration_s=options.duration_s, time_scale=options.time_scale,
+            rate_scale=options.rate_scale, seed=options.seed,
+        )  # fmt: skip
+
+    def announce(line: str) -> None:
+        if not args.json:
+            print(line, file=sys.stderr)
+
+    with quiet_gc():
+        scenario, results = streamed.run_streamed(arrivals, Path(args.trace).name, profile, options, announce)
+    title = args.title or f"{compare.title_for(scenario, args.sample)}, streamed"
+    if args.json:
+        dicts = [r.to_dict() for r in results]
+        print(json.dumps(dicts[0] if len(dicts) == 1 else {"title": title, "results": dicts}))
+        return EXIT_OK
+    console = Console()
+    if not console.is_terminal:
+        console.width = 200
+    console.print(compare.summary_table(results, title, streamed.COLUMNS))
+    console.print(streamed.days_table(results))
     return EXIT_OK
 
 

@@ -210,17 +210,19 @@ _COLUMNS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def summary_table(results: Sequence[SimResult], title: str) -> Table:
-    """One row per policy: attainment, latency, cost."""
+def summary_table(
+    results: Sequence[object], title: str, columns: Sequence[tuple[str, str, str]] = _COLUMNS
+) -> Table:
+    """One row per policy: attainment, latency, cost (``columns``: heading, field, format)."""
     table = Table(title=title)
-    for heading, _, _ in _COLUMNS:
+    for heading, _, _ in columns:
         table.add_column(heading, justify="left" if heading == "policy" else "right")
     for result in results:
-        table.add_row(*(_cell(getattr(result, field), fmt) for _, field, fmt in _COLUMNS))
+        table.add_row(*(cell(getattr(result, field), fmt) for _, field, fmt in columns))
     return table
 
 
-def _cell(value: Any, fmt: str) -> str:
+def cell(value: Any, fmt: str) -> str:
     if value is None:
         return "—"
     if fmt == "ms":

@@ -171,3 +171,60 @@ def test_the_simulated_controllers_audit_lines_show_only_when_debugging(
     audit = [line for line in err if '"logger": "fleetslo.sim.audit"' in line]
     assert bool(audit) is shown
     assert all(json.loads(line)["event"] == "decision" for line in audit)
+
+
+def test_stream_judges_what_the_whole_trace_run_judges(
+    trace_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--stream`` reads the file as a stream and judges each minute as it ends; on a trace both
+    can hold, every figure both report is the same."""
+
+    def run(*flags: str) -> list[dict[str, object]]:
+        args = ["simulate", "--trace", str(trace_file), "--profile", PROFILE, "--compare", "static,fleetslo"]
+        assert main([*args, "--json", "--time-scale", "0.5", "--seed", "2", *flags]) == EXIT_OK
+        results: list[dict[str, object]] = json.loads(capsys.readouterr().out)["results"]
+        return results
+
+    keys = ("policy", "requests", "completed", "rejected", "window_attainment", "request_attainment",
+            "replica_hours", "gpu_hours", "cost_usd", "scale_events", "initial_replicas")  # fmt: skip
+    whole, streamed = run(), run("--stream")
+    assert [{k: r[k] for k in keys} for r in streamed] == [{k: r[k] for k in keys} for r in whole]
+    assert all(r["stream"] is True and "windows" not in r for r in streamed)
+    (day,) = streamed[1]["days"]  # type: ignore[misc]
+    assert day["day"] == 0 and day["window_attainment"] == whole[1]["window_attainment"]
+    worst = max(w["p90_ttft_s"] for w in whole[1]["windows"] if w["p90_ttft_s"] is not None)  # type: ignore[attr-defined]
+    assert streamed[1]["worst_window_p90_ttft_s"] == worst
+
+
+def test_stream_prints_the_summary_and_a_table_per_day(
+    trace_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["simulate", "--trace", str(trace_file), "--profile", PROFILE, "--policy", "hpa-util"]
+    assert main([*args, "--stream", "--sample", "2", "--rate-scale", "2"]) == EXIT_OK
+    out = capsys.readouterr()
+    assert "streamed" in out.out and "worst minute p90 TTFT" in out.out and "per day" in out.out
+    assert "hpa-util:" in out.err  # one line per policy as it finishes
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--compare", "static,oracle"], "oracle: it plans by replaying the whole trace"),
+        (["--report", "r.html"], "--report: not with --stream"),
+        (["--start", "2h"], "no requests left after --start/--duration"),
+    ],
+)
+def test_stream_refuses_what_it_cannot_do_with_exit_2(
+    trace_file: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    assert main(["simulate", "--trace", str(trace_file), "--stream", *flags]) == EXIT_USAGE
+    assert message in capsys.readouterr().err
+
+
+def test_stream_names_an_out_of_order_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "shuffled.csv"
+    rows = "arrival_s,input_tokens,output_tokens\n0,5,5\n100,5,5\n500,5,5\n10,5,5\n"
+    path.write_text(rows, encoding="utf-8")
+    assert main(["simulate", "--trace", str(path), "--stream"]) == EXIT_USAGE
+    assert "shuffled.csv:5:" in capsys.readouterr().err
+    assert main(["simulate", "--trace", str(path), "--json"]) == EXIT_OK  # read whole, it is sorted

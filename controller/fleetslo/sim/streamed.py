@@ -1,0 +1,208 @@
+"""``fleetslo simulate --stream``: each policy over a trace read as a stream, in bounded memory.
+
+``compare.run_all`` holds the trace and every request's record until the end: about 550 bytes a
+request (5.4 GB for three days at 40 requests/s). Here each policy replays a fresh stream of the
+trace (``traces.stream``) through ``longrun.simulate_stream``, the same control loop and fleet, which
+judges each minute as soon as its requests are done: memory holds the requests in flight, the reorder
+buffer and one result row per minute. What it reports: window and request attainment, replica-hours
+and cost, scale events, the worst minute's p90s, and every day's figures; not the p90s over the whole
+run (every value would have to be kept), and not the oracle, which plans by replaying the whole trace
+several times (run it without ``--stream`` on a ``--start``/``--duration`` window that fits).
+
+The warm starting fleet is sized as ``compare.build_scenario`` sizes it, on the stream's first five
+minutes. With ``sample`` the stream is every m-th request (``sampled.every_mth``) and sizes, costs and
+counts are scaled back by m, as ``sampled.scaled_result`` does.
+
+Takes values and an arrivals factory; opening files is the CLI's job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from itertools import takewhile
+from typing import Any
+
+from rich.table import Table
+
+from fleetslo.core.errors import ConfigError
+from fleetslo.sim import compare, sampled
+from fleetslo.sim.longrun import StreamResult, simulate_stream
+from fleetslo.sim.profile import EngineProfile
+from fleetslo.sim.scenario import SIZING_HORIZON_S, Scenario
+from fleetslo.sim.workload import Request, Trace
+
+#: A fresh stream of the shaped (cut, stretched, rate-scaled) trace, not sampled, each call.
+Arrivals = Callable[[], Iterator[Request]]
+
+
+@dataclass(frozen=True, slots=True)
+class DayFigures:
+    day: int
+    window_attainment: float | None
+    request_attainment: float | None
+    requests: int
+    replica_hours: float
+    worst_window_p90_ttft_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class StreamSummary:
+    """One policy's streamed replay, scaled to the whole fleet where sampled."""
+
+    policy: str
+    trace: str
+    profile: str
+    requests: int
+    completed: int
+    rejected: int
+    in_flight_at_end: int
+    window_attainment: float | None
+    request_attainment: float | None
+    worst_window_p90_ttft_s: float | None
+    worst_window_p90_tpot_s: float | None
+    replica_hours: float
+    gpu_hours: float
+    cost_usd: float
+    #: Tokens offered (prompt + output); cost per million only when every request completed.
+    tokens: int
+    cost_per_million_tokens: float | None
+    scale_events: int
+    initial_replicas: int
+    wall_seconds: float
+    days: tuple[DayFigures, ...]
+    sample: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["stream"] = True
+        return out
+
+
+def run_streamed(
+    arrivals: Arrivals,
+    trace_name: str,
+    profile: EngineProfile,
+    options: compare.SimulateOptions,
+    announce: Callable[[str], None] | None = None,
+) -> tuple[Scenario, list[StreamSummary]]:
+    """Every policy of ``options`` over its own stream of ``arrivals``; the scenario they shared."""
+    if "oracle" in options.policies:
+        raise ConfigError(
+            "oracle: it plans by replaying the whole trace several times, which --stream does not hold "
+            "in memory; run it without --stream on a --start/--duration window that fits"
+        )
+    m = options.sample
+    scenario = _sizing_scenario(arrivals, trace_name, profile, options)
+    out = []
+    for name in options.policies:
+        policy = compare.make_named_policy(name, scenario, options)
+        tokens = [0]
+        stream = _counted(arrivals() if m is None else sampled.every_mth(arrivals(), m), tokens)
+        result = simulate_stream(stream, policy, scenario.config())
+        out.append(_summary(name, scenario, result, tokens[0], m))
+        if announce is not None:
+            announce(f"{name}: {result.requests:,} requests simulated in {result.wall_seconds:.0f} s")
+    return scenario, out
+
+
+def _sizing_scenario(
+    arrivals: Arrivals, trace_name: str, profile: EngineProfile, options: compare.SimulateOptions
+) -> Scenario:
+    """``compare.build_scenario`` on the stream's first minutes: the spec, and the warm fleet sized there."""
+    stream = arrivals()
+    first = next(stream, None)
+    if first is None:
+        raise ConfigError(f"trace: no requests left after --start/--duration ({trace_name})")
+    later = takewhile(lambda r: r.arrival_s < SIZING_HORIZON_S, stream)
+    head = Trace((first, *later), f"{trace_name}, its first {SIZING_HORIZON_S:g} s")
+    return compare.build_scenario(head, trace_name, profile, options)
+
+
+def _counted(requests: Iterator[Request], tokens: list[int]) -> Iterator[Request]:
+    for r in requests:
+        tokens[0] += r.input_tokens + r.output_tokens
+        yield r
+
+
+def _summary(name: str, scenario: Scenario, r: StreamResult, tokens: int, m: int | None) -> StreamSummary:
+    k = m or 1
+    spec = scenario.spec
+    replica_hours = r.replica_seconds / 3600 * k
+    cost = replica_hours * spec.cost.per_replica_hour
+    complete = r.completed == r.requests and r.requests > 0
+    ttfts = [w.p90_ttft_s for w in r.windows if w.p90_ttft_s is not None]
+    tpots = [w.p90_tpot_s for w in r.windows if w.p90_tpot_s is not None]
+    # days requests arrived on (the drain past the last one is paid in the totals, not listed)
+    days = sorted(r.requests_by_day)
+    return StreamSummary(
+        policy=name,
+        trace=scenario.trace_name,
+        profile=scenario.profile.name,
+        requests=r.requests * k,
+        completed=r.completed * k,
+        rejected=r.rejected * k,
+        in_flight_at_end=r.in_flight_at_end * k,
+        window_attainment=r.window_attainment(),
+        request_attainment=r.met_requests / r.requests if r.requests else None,
+        worst_window_p90_ttft_s=max(ttfts, default=None),
+        worst_window_p90_tpot_s=max(tpots, default=None),
+        replica_hours=replica_hours,
+        gpu_hours=replica_hours * spec.cost.gpus_per_replica,
+        cost_usd=cost,
+        tokens=tokens * k,
+        cost_per_million_tokens=cost / (tokens * k) * 1e6 if complete and tokens else None,
+        scale_events=sum(1 for e in r.events if e.replicas_from != e.replicas_to),
+        initial_replicas=scenario.initial_replicas * k,
+        wall_seconds=r.wall_seconds,
+        days=tuple(_day(r, d, k) for d in days),
+        sample=m,
+    )
+
+
+def _day(r: StreamResult, day: int, k: int) -> DayFigures:
+    figures = r.day(day)
+    return DayFigures(
+        day=day,
+        window_attainment=figures["window_attainment"],
+        request_attainment=figures["request_attainment"],
+        requests=figures["requests"] * k,
+        replica_hours=figures["replica_hours"] * k,
+        worst_window_p90_ttft_s=figures["worst_window_p90_ttft_s"],
+    )
+
+
+#: ``compare.summary_table``'s columns for a streamed run: no p90 over the whole run, the worst minute's.
+COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("policy", "policy", "{}"),
+    ("windows met", "window_attainment", "{:.1%}"),
+    ("requests met", "request_attainment", "{:.1%}"),
+    ("worst minute p90 TTFT s", "worst_window_p90_ttft_s", "{:.3f}"),
+    ("worst minute p90 TPOT ms", "worst_window_p90_tpot_s", "ms"),
+    ("replica-h", "replica_hours", "{:.2f}"),
+    ("GPU-h", "gpu_hours", "{:.1f}"),
+    ("$/M tokens", "cost_per_million_tokens", "{:.3f}"),
+    ("scale events", "scale_events", "{}"),
+    ("rejected", "rejected", "{}"),
+    ("wall s", "wall_seconds", "{:.1f}"),
+)
+
+
+def days_table(results: Sequence[StreamSummary]) -> Table:
+    """Per day: each policy's window attainment / replica-hours."""
+    table = Table(title="per day: windows met / replica-h")
+    table.add_column("day", justify="right")
+    for result in results:
+        table.add_column(result.policy, justify="right")
+    days = sorted({d.day for result in results for d in result.days})
+    for day in days:
+        cells = []
+        for result in results:
+            found = [d for d in result.days if d.day == day]
+            cells.append(_day_cell(found[0]) if found else "—")
+        table.add_row(str(day), *cells)
+    return table
+
+
+def _day_cell(day: DayFigures) -> str:
+    return f"{compare.cell(day.window_attainment, '{:.1%}')} / {day.replica_hours:.1f}"
