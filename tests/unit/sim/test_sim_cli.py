@@ -228,3 +228,17 @@ def test_stream_names_an_out_of_order_row(tmp_path: Path, capsys: pytest.Capture
     assert main(["simulate", "--trace", str(path), "--stream"]) == EXIT_USAGE
     assert "shuffled.csv:5:" in capsys.readouterr().err
     assert main(["simulate", "--trace", str(path), "--json"]) == EXIT_OK  # read whole, it is sorted
+
+
+@pytest.mark.usefixtures("restore_logging")
+def test_a_large_trace_read_whole_suggests_streaming(
+    trace_file: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fleetslo.cli import simulation
+
+    args = ["simulate", "--trace", str(trace_file), "--profile", PROFILE, "--json", "--duration", "1m"]
+    assert main(args) == EXIT_OK
+    assert "--stream" not in capsys.readouterr().err
+    monkeypatch.setattr(simulation, "_STREAM_HINT_BYTES", 1000)
+    assert main(args) == EXIT_OK
+    assert "--stream replays it in bounded memory" in capsys.readouterr().err
