@@ -156,3 +156,21 @@ def test_missing_and_binary_files(tmp_path: Path) -> None:
 def test_deeply_nested_json_is_a_config_error_not_a_crash() -> None:
     with pytest.raises(ConfigError, match="not valid JSON"):
         parse('{"timestamp": ' + "[" * 100_000 + "\n")
+
+
+def test_gzip_traces_read_as_the_plain_file_and_a_cut_one_is_a_clear_error(tmp_path: Path) -> None:
+    import gzip
+
+    plain = TRACES / "azure2023/AzureLLMInferenceTrace_code.csv"
+    packed = tmp_path / "code.csv.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert load_trace(packed).requests == load_trace(plain).requests
+    cut = tmp_path / "cut.csv.gz"
+    cut.write_bytes(packed.read_bytes()[:5000])
+    with pytest.raises(ConfigError, match=r"cut\.csv\.gz: cannot read the trace file"):
+        load_trace(cut)
+    data = packed.read_bytes()
+    corrupt = tmp_path / "corrupt.csv.gz"
+    corrupt.write_bytes(data[:20] + bytes(200) + data[220:])  # the deflate stream broken
+    with pytest.raises(ConfigError, match=r"corrupt\.csv\.gz: cannot read the trace file"):
+        load_trace(corrupt)

@@ -181,3 +181,16 @@ def test_any_nearly_sorted_plain_trace_streams_as_it_reads_whole(
         return
     got, _ = streamed(text, "p.csv", reorder_s=31.0)
     assert tuple(got) == whole
+
+
+def test_a_gzip_trace_streams_as_the_plain_one(tmp_path: Path) -> None:
+    import gzip
+
+    plain = TRACES / REAL[2]
+    packed = tmp_path / "m.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    assert list(stream_trace(packed)) == list(stream_trace(plain))
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(packed.read_bytes()[:3000])
+    with pytest.raises(ConfigError, match=r"cut\.jsonl\.gz: cannot read the trace file"):
+        list(stream_trace(cut))

@@ -11,26 +11,31 @@ Formats (see traces/README.md for provenance):
   (seconds from start).
 * Plain CSV — ``arrival_s,input_tokens,output_tokens`` (seconds from start).
 
+Any of them may be gzip-compressed (``.csv.gz``, ``.jsonl.gz``): detected from the file's first bytes.
+
 Rows with 0 input or 0 output tokens are *skipped and counted* (``TraceRead.skipped``), in every format:
 BurstGPT records failed requests that way, and a request that produces no token has no TTFT or TPOT.
 Every other bad row is a ``ConfigError`` naming the file, the line and what was expected. Requests come
 back sorted by arrival (stable, so equal arrivals keep file order).
 
-This module parses text; ``load_trace`` is the one function that opens a file. It knows nothing of the
+This module parses text; ``open_text`` is the one function that opens a file. It knows nothing of the
 engine model or policies.
 """
 
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import math
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import starmap
 from operator import itemgetter
 from pathlib import Path
+from typing import IO
 
 from fleetslo.core.errors import ConfigError
 from fleetslo.sim.workload import Request, Trace
@@ -51,6 +56,8 @@ MAX_TOKENS = 10_000_000
 
 #: Rounding units (ms) a Mooncake trace may have been rounded to; the largest dividing every timestamp wins.
 _MOONCAKE_UNITS_MS = (1000, 100, 10, 1)
+
+_GZIP_MAGIC = b"\x1f\x8b"
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
@@ -82,13 +89,26 @@ def read_trace(path: str | Path) -> TraceRead:
     """Like ``load_trace``, also reporting the detected format and the count of skipped 0-token rows."""
     source = str(path)
     try:
-        with Path(path).open(encoding="utf-8-sig", newline="") as handle:
+        with open_text(path) as handle:
             return parse_trace(handle, source)
-    except OSError as exc:
-        raise ConfigError(f"{source}: cannot read the trace file ({exc.strerror or exc})") from exc
+    except (OSError, EOFError, zlib.error) as exc:  # a gzip file cut short or corrupt
+        raise ConfigError(f"{source}: cannot read the trace file ({_why(exc)})") from exc
     except UnicodeDecodeError as exc:
         problem = f"not a text file (byte {exc.start} is not UTF-8)"
         raise ConfigError(f"{source}: {problem}; expected {EXPECTED}") from exc
+
+
+def open_text(path: str | Path) -> IO[str]:
+    """The file as text, gunzipped on the fly when it is gzip (traces are often shipped as .csv.gz)."""
+    with Path(path).open("rb") as probe:
+        magic = probe.read(2)
+    if magic == _GZIP_MAGIC:
+        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
+    return Path(path).open(encoding="utf-8-sig", newline="")
+
+
+def _why(exc: BaseException) -> str:
+    return (exc.strerror if isinstance(exc, OSError) else None) or str(exc) or type(exc).__name__
 
 
 def parse_trace(lines: Iterable[str], source: str) -> TraceRead:

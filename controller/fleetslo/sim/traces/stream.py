@@ -32,6 +32,7 @@ import heapq
 import json
 import math
 import random
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import count, islice
@@ -48,6 +49,8 @@ from fleetslo.sim.traces.readers import (
     _json_count,
     _number,
     _numbered,
+    _why,
+    open_text,
 )
 from fleetslo.sim.traces.transforms import DEFAULT_JITTER_S
 from fleetslo.sim.workload import Request
@@ -78,10 +81,10 @@ def stream_trace(
     source = str(path)
     stats = stats if stats is not None else StreamStats()
     try:
-        with Path(path).open(encoding="utf-8-sig", newline="") as handle:
+        with open_text(path) as handle:
             yield from stream_lines(handle, source, reorder_s=reorder_s, stats=stats)
-    except OSError as exc:
-        raise ConfigError(f"{source}: cannot read the trace file ({exc.strerror or exc})") from exc
+    except (OSError, EOFError, zlib.error) as exc:  # a gzip file cut short or corrupt
+        raise ConfigError(f"{source}: cannot read the trace file ({_why(exc)})") from exc
     except UnicodeDecodeError as exc:
         problem = f"not a text file (byte {exc.start} is not UTF-8)"
         raise ConfigError(f"{source}: {problem}; expected {EXPECTED}") from exc
