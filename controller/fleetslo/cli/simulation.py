@@ -23,7 +23,11 @@ if TYPE_CHECKING:
 
 
 def _configure_simulate(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--trace", required=True, help="request trace (Azure/BurstGPT/plain CSV, Mooncake JSONL; gzipped or not)")
+    p.add_argument(
+        "--trace",
+        required=True,
+        help="request trace (Azure/BurstGPT/plain CSV, Mooncake JSONL; gzipped or not)",
+    )
     p.add_argument(
         "--profile", default="mi325x-qwen3-235b-fp8-tp4", help="engine profile: a name or a YAML file"
     )
