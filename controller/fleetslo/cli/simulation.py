@@ -67,7 +67,8 @@ def _configure_simulate(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--stream", action="store_true",
         help="read the trace as a stream and judge each minute as it ends: days or weeks of traffic in "
-        "bounded memory (per-day figures; no oracle, no --report, no p90 over the whole run)",
+        "bounded memory (per-day figures; the oracle without repair rounds; no --report, no p90 over the "
+        "whole run)",
     )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--report", help="also write a self-contained HTML report here")

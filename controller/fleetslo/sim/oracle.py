@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from fleetslo.core.spec import Replicas
 from fleetslo.policy.baselines import StaticPolicy
 from fleetslo.policy.oracle import OraclePolicy
 from fleetslo.sim.result import JUDGE_WINDOW_S
@@ -108,10 +109,14 @@ def _better(a: OraclePlan, b: OraclePlan) -> bool:
     return key_a > key_b
 
 
-def calibrate(scenario: Scenario) -> Capacity:
-    """Per-replica capacity on one replica, then again on the fleet size the trace needs."""
+def calibrate(scenario: Scenario, mean_rate: float | None = None) -> Capacity:
+    """Per-replica capacity on one replica, then again on the fleet size the trace needs.
+
+    The scenario's trace gives the token mix; ``mean_rate`` (requests/s), where given, the fleet size
+    (a streamed replay calibrates on a sample of a trace it does not hold)."""
     single = _capacity_on(scenario, 1)
-    mean_rate = len(scenario.trace) / max(scenario.trace.duration_s, JUDGE_WINDOW_S)
+    if mean_rate is None:
+        mean_rate = len(scenario.trace) / max(scenario.trace.duration_s, JUDGE_WINDOW_S)
     size = min(MAX_CALIBRATION_FLEET, max(1, round(mean_rate / single.requests_per_s)))
     return single if size == 1 else _capacity_on(scenario, size)
 
@@ -156,11 +161,23 @@ def minute_need(scenario: Scenario, capacity: Capacity) -> list[int]:
         arrivals[k] += 1
         prefill[k] += r.input_tokens
         output[k] += r.output_tokens
-    bounds = scenario.spec.replicas
+    return need_from_counts(
+        (arrivals, prefill, output), capacity, scenario.spec.replicas, scenario.trace.duration_s
+    )
+
+
+def need_from_counts(
+    counts: tuple[Sequence[int], Sequence[int], Sequence[int]],
+    capacity: Capacity,
+    bounds: Replicas,
+    duration_s: float,
+) -> list[int]:
+    """Each minute's need from its arrivals, prompt tokens and output tokens (``minute_need``)."""
+    arrivals, prefill, output = counts
     need = []
-    for k in range(minutes):
+    for k in range(len(arrivals)):
         # the last minute may be cut short by the end of the trace: rates over the part it covers
-        span = min(JUDGE_WINDOW_S, max(1.0, scenario.trace.duration_s - k * JUDGE_WINDOW_S))
+        span = min(JUDGE_WINDOW_S, max(1.0, duration_s - k * JUDGE_WINDOW_S))
         wanted = max(
             arrivals[k] / span / capacity.requests_per_s,
             prefill[k] / span / capacity.prefill_tokens_per_s,

@@ -6,8 +6,9 @@ trace (``traces.stream``) through ``longrun.simulate_stream``, the same control 
 judges each minute as soon as its requests are done: memory holds the requests in flight, the reorder
 buffer and one result row per minute. What it reports: window and request attainment, replica-hours
 and cost, scale events, the worst minute's p90s, and every day's figures; not the p90s over the whole
-run (every value would have to be kept), and not the oracle, which plans by replaying the whole trace
-several times (run it without ``--stream`` on a ``--start``/``--duration`` window that fits).
+run (every value would have to be kept). The oracle is planned in one pass over the stream
+(``oracle_schedule``: per-minute need at a calibrated capacity, a cold start ahead) without the whole-trace
+oracle's repair rounds, which replay the trace again and again.
 
 The warm starting fleet is sized as ``compare.build_scenario`` sizes it, on the stream's first five
 minutes. With ``sample`` the stream is every m-th request (``sampled.every_mth``) and sizes, costs and
@@ -18,19 +19,26 @@ Takes values and an arrivals factory; opening files is the CLI's job.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from itertools import takewhile
 from typing import Any
 
 from rich.table import Table
 
 from fleetslo.core.errors import ConfigError
-from fleetslo.sim import compare, sampled
+from fleetslo.policy.oracle import OraclePolicy
+from fleetslo.policy.registry import make_policy
+from fleetslo.sim import compare, oracle, sampled
 from fleetslo.sim.longrun import StreamResult, simulate_stream
 from fleetslo.sim.profile import EngineProfile
+from fleetslo.sim.result import JUDGE_WINDOW_S
 from fleetslo.sim.scenario import SIZING_HORIZON_S, Scenario
 from fleetslo.sim.workload import Request, Trace
+
+#: Requests whose lengths the streamed oracle's capacity is calibrated on (a uniform sample).
+ORACLE_LENGTH_SAMPLE = 20_000
 
 #: A fresh stream of the shaped (cut, stretched, rate-scaled) trace, not sampled, each call.
 Arrivals = Callable[[], Iterator[Request]]
@@ -87,23 +95,61 @@ def run_streamed(
     announce: Callable[[str], None] | None = None,
 ) -> tuple[Scenario, list[StreamSummary]]:
     """Every policy of ``options`` over its own stream of ``arrivals``; the scenario they shared."""
-    if "oracle" in options.policies:
-        raise ConfigError(
-            "oracle: it plans by replaying the whole trace several times, which --stream does not hold "
-            "in memory; run it without --stream on a --start/--duration window that fits"
-        )
     m = options.sample
+
+    def stream() -> Iterator[Request]:
+        return arrivals() if m is None else sampled.every_mth(arrivals(), m)
+
     scenario = _sizing_scenario(arrivals, trace_name, profile, options)
     out = []
     for name in options.policies:
-        policy = compare.make_named_policy(name, scenario, options)
+        if name == "oracle":
+            policy = make_policy("oracle", scenario.spec, schedule=oracle_schedule(stream(), scenario))
+        else:
+            policy = compare.make_named_policy(name, scenario, options)
         tokens = [0]
-        stream = _counted(arrivals() if m is None else sampled.every_mth(arrivals(), m), tokens)
-        result = simulate_stream(stream, policy, scenario.config())
+        result = simulate_stream(_counted(stream(), tokens), policy, scenario.config())
         out.append(_summary(name, scenario, result, tokens[0], m))
         if announce is not None:
             announce(f"{name}: {result.requests:,} requests simulated in {result.wall_seconds:.0f} s")
     return scenario, out
+
+
+def oracle_schedule(requests: Iterator[Request], scenario: Scenario) -> tuple[tuple[float, int], ...]:
+    """The oracle's schedule from one pass over the stream: each minute's need (``oracle.need_from_counts``)
+    at the capacity calibrated on a sample of the trace's lengths, held from a cold start and a decision
+    interval before the minute (``oracle.schedule_for``). No repair rounds: those replay the whole
+    trace again and again (``oracle.plan``); the days benchmark's oracle is this one."""
+    arrivals: list[int] = []
+    prefill: list[int] = []
+    output: list[int] = []
+    rng = random.Random(scenario.seed)
+    kept: list[Request] = []
+    seen, last = 0, 0.0
+    for r in requests:
+        k = int(r.arrival_s // JUDGE_WINDOW_S)
+        if k >= len(arrivals):
+            grow = [0] * (k + 1 - len(arrivals))
+            arrivals += grow
+            prefill += grow
+            output += grow
+        arrivals[k] += 1
+        prefill[k] += r.input_tokens
+        output[k] += r.output_tokens
+        # a uniform sample of the lengths (reservoir sampling), for the calibration's token mix
+        seen += 1
+        if len(kept) < ORACLE_LENGTH_SAMPLE:
+            kept.append(r)
+        elif (j := rng.randrange(seen)) < ORACLE_LENGTH_SAMPLE:
+            kept[j] = r
+        last = r.arrival_s
+    if not kept:
+        raise ConfigError(f"oracle: no requests in the trace ({scenario.trace_name})")
+    lengths = Trace(tuple(kept), f"{scenario.trace_name}, {len(kept):,} requests' lengths")
+    capacity = oracle.calibrate(replace(scenario, trace=lengths), mean_rate=seen / max(last, JUDGE_WINDOW_S))
+    need = oracle.need_from_counts((arrivals, prefill, output), capacity, scenario.spec.replicas, last)
+    bounds = scenario.spec.replicas
+    return oracle.schedule_for(need, bounds.cold_start + OraclePolicy.interval, bounds.min)
 
 
 def _sizing_scenario(
