@@ -36,6 +36,9 @@ class RequestMix:
     def __post_init__(self) -> None:
         if not self.prompt or not self.output:
             raise ValueError("a request mix needs prompt and output points")
+        # tuples whatever came in: a mix is a key of the model's memo (perf_model._predict)
+        object.__setattr__(self, "prompt", tuple(self.prompt))
+        object.__setattr__(self, "output", tuple(self.output))
 
     @property
     def mean_prompt(self) -> float:

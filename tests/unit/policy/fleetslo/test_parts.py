@@ -204,3 +204,20 @@ def test_a_target_out_of_reach_on_an_idle_replica_is_held_to_that_replica_plus_t
     ttft, tpot, why = reachable(idle, 2.0, 0.05, 1.3)
     assert (ttft, tpot) == pytest.approx(expected)
     assert why == says
+
+
+def test_the_models_memo_returns_what_it_computes_and_takes_a_mix_built_from_lists() -> None:
+    from fleetslo.policy.fleetslo import perf_model
+
+    listed = RequestMix([900.0, 2400.0], [40.0, 300.0])  # type: ignore[arg-type]
+    assert isinstance(listed.prompt, tuple) and isinstance(listed.output, tuple)
+    compute = perf_model._predict.__wrapped__
+    for rate in (0.5, 3.0, 9.0):
+        for limit in (None, 8, 64):
+            first = predict(CONSERVATIVE_PRIOR, rate, listed, limit, interference=1.3)
+            again = predict(CONSERVATIVE_PRIOR, rate, listed, limit, interference=1.3)
+            assert first == again == compute(CONSERVATIVE_PRIOR, rate, listed, limit, 0.9, interference=1.3)
+    # a different interference, limit or quantile is a different operating point, not a cache hit
+    assert predict(CONSERVATIVE_PRIOR, 3.0, listed, None, interference=2.0) != predict(
+        CONSERVATIVE_PRIOR, 3.0, listed, None, interference=1.0
+    )
