@@ -194,3 +194,44 @@ def test_a_gzip_trace_streams_as_the_plain_one(tmp_path: Path) -> None:
     cut.write_bytes(packed.read_bytes()[:3000])
     with pytest.raises(ConfigError, match=r"cut\.jsonl\.gz: cannot read the trace file"):
         list(stream_trace(cut))
+
+
+def test_a_mooncake_unit_a_later_row_contradicts_is_narrowed_from_there_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fleetslo.sim.traces import stream
+
+    monkeypatch.setattr(stream, "MOONCAKE_UNIT_ROWS", 2)  # the unit is read from the first two rows
+    stamps = (0, 1000, 2000, 2000, 3000, 3000, 3000, 3100)
+    text = "".join(json.dumps({"timestamp": t, "input_length": 5, "output_length": 2}) + "\n" for t in stamps)
+    got = [round(r.arrival_s, 6) for r in streamed(text, "m.jsonl")[0]]
+    # 1 s from the first rows: the pair at 2 s is spread over a second; 3100 narrows the unit to
+    # 100 ms before the three at 3 s are spread, so they stay ahead of it
+    assert got == [0.0, 1.0, 2.0, 2.5, 3.0, 3.033333, 3.066667, 3.1]
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    stamps=st.lists(
+        st.sampled_from([0, 1, 10, 100, 1000]).flatmap(lambda u: st.integers(0, 50).map(lambda k: k * u))
+    ),
+    head=st.integers(1, 5),
+)
+def test_any_mooncake_stream_comes_out_sorted_whatever_its_first_rows_say(
+    stamps: list[int], head: int
+) -> None:
+    from fleetslo.sim.traces import stream
+
+    if not stamps:
+        return
+    original = stream.MOONCAKE_UNIT_ROWS
+    stream.MOONCAKE_UNIT_ROWS = head
+    try:
+        lines = [json.dumps({"timestamp": t, "input_length": 3, "output_length": 2}) + "\n" for t in stamps]
+        got = [r.arrival_s for r in streamed("".join(lines), "m.jsonl")[0]]
+    finally:
+        stream.MOONCAKE_UNIT_ROWS = original
+    assert len(got) == len(stamps) and got == sorted(got)
+    # each request stays within its stamp's rounding unit: never before its stamp, under a second after
+    for t, ms in zip(got, sorted(stamps), strict=True):
+        assert ms / 1000 <= t < ms / 1000 + 1.0

@@ -252,11 +252,13 @@ def _spread_stream(rows: Iterator[Row]) -> Iterator[Request]:
     unit = _unit([r[0] for r in head])
     group: list[Row] = []
     for row in _chain_rows(head, rows):
+        # narrowed before the group ahead of it is spread: spread over the old unit, that group
+        # could reach past this row
+        if unit > 0 and not (row[0].is_integer() and int(row[0]) % unit == 0):
+            unit = _unit([row[0]], below=unit)
         if group and row[0] != group[0][0]:
             yield from _spread_group(group, unit)
             group = []
-        if unit > 0 and not (row[0].is_integer() and int(row[0]) % unit == 0):
-            unit = _unit([row[0]], below=unit)
         group.append(row)
     yield from _spread_group(group, unit)
 
