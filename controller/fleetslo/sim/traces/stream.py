@@ -105,14 +105,13 @@ def stream_lines(
     if first[1].lstrip().startswith("{"):
         stats.format = "mooncake"
         rows = _mooncake(_chain(first, numbered), source)
-        reorder = reorder_s * 1e3  # milliseconds until spread
+        per_second = 1e3  # milliseconds until spread
     else:
         fmt, parse_row, width = _csv_format(first[1], source, first[0])
         stats.format = fmt
         rows = _numbered_csv(numbered, source, parse_row, width)
         per_second = 1e6 if fmt == "azure" else 1.0  # Azure's datetimes are read in microseconds
-        reorder = reorder_s * per_second
-    ordered = _in_order(_nonzero(rows, stats), reorder, reorder_s, source)
+    ordered = _in_order(_nonzero(rows, stats), reorder_s * per_second, reorder_s, source)
     if stats.format == "mooncake":
         out = _spread_stream(ordered)
     else:
