@@ -195,7 +195,7 @@ def step_cost(profile: EngineProfile) -> StepCost:
 
 
 #: (heading, ``SimResult`` field, format)
-_COLUMNS: tuple[tuple[str, str, str], ...] = (
+COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("policy", "policy", "{}"),
     ("windows met", "window_attainment", "{:.1%}"),
     ("requests met", "request_attainment", "{:.1%}"),
@@ -211,7 +211,7 @@ _COLUMNS: tuple[tuple[str, str, str], ...] = (
 
 
 def summary_table(
-    results: Sequence[object], title: str, columns: Sequence[tuple[str, str, str]] = _COLUMNS
+    results: Sequence[object], title: str, columns: Sequence[tuple[str, str, str]] = COLUMNS
 ) -> Table:
     """One row per policy: attainment, latency, cost (``columns``: heading, field, format)."""
     table = Table(title=title)

@@ -227,14 +227,18 @@ def _rebase(rows: list[Row]) -> list[Row]:
 
 def _mooncake_rows(numbered: Iterator[tuple[int, str]], source: str) -> Iterator[tuple[float, int, int]]:
     """Rows with the timestamp still in milliseconds (``_spread`` converts them)."""
+    return (row for _, row in mooncake_numbered(numbered, source))
+
+
+def mooncake_numbered(numbered: Iterator[tuple[int, str]], source: str) -> Iterator[tuple[int, Row]]:
+    """(line number, row) of Mooncake JSONL lines, the timestamp still in milliseconds."""
     for number, line in numbered:
         try:
             record = json.loads(line)
             if not isinstance(record, dict):
                 raise _BadRow("expected a JSON object per line")
-            ms = _number(record.get("timestamp"), "timestamp")
-            yield (
-                ms,
+            row = (
+                _number(record.get("timestamp"), "timestamp"),
                 _json_count(record.get("input_length"), "input_length"),
                 _json_count(record.get("output_length"), "output_length"),
             )
@@ -242,6 +246,7 @@ def _mooncake_rows(numbered: Iterator[tuple[int, str]], source: str) -> Iterator
             raise ConfigError(f"{source}:{number}: {exc}") from None
         except (ValueError, RecursionError) as exc:
             raise ConfigError(f"{source}:{number}: not valid JSON ({type(exc).__name__})") from None
+        yield number, row
 
 
 def _spread(rows_ms: list[Row]) -> list[Row]:

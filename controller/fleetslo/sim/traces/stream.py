@@ -29,7 +29,6 @@ Pure of the engine; the one place that opens a file is ``stream_trace``.
 from __future__ import annotations
 
 import heapq
-import json
 import math
 import random
 import zlib
@@ -43,13 +42,11 @@ from fleetslo.sim.traces.readers import (
     _MOONCAKE_UNITS_MS,
     EXPECTED,
     Row,
-    _BadRow,
     _csv_format,
     _csv_rows,
-    _json_count,
-    _number,
     _numbered,
     _why,
+    mooncake_numbered,
     open_text,
 )
 from fleetslo.sim.traces.transforms import DEFAULT_JITTER_S
@@ -104,7 +101,7 @@ def stream_lines(
     rows: Iterator[tuple[int, Row]]
     if first[1].lstrip().startswith("{"):
         stats.format = "mooncake"
-        rows = _mooncake(_chain(first, numbered), source)
+        rows = mooncake_numbered(_chain(first, numbered), source)
         per_second = 1e3  # milliseconds until spread
     else:
         fmt, parse_row, width = _csv_format(first[1], source, first[0])
@@ -184,24 +181,6 @@ def _numbered_csv(
 
     for row in _csv_rows(tracked(), source, parse_row, width):
         yield where[0], row
-
-
-def _mooncake(numbered: Iterator[tuple[int, str]], source: str) -> Iterator[tuple[int, Row]]:
-    for number, line in numbered:
-        try:
-            record = json.loads(line)
-            if not isinstance(record, dict):
-                raise _BadRow("expected a JSON object per line")
-            row = (
-                _number(record.get("timestamp"), "timestamp"),
-                _json_count(record.get("input_length"), "input_length"),
-                _json_count(record.get("output_length"), "output_length"),
-            )
-        except _BadRow as exc:
-            raise ConfigError(f"{source}:{number}: {exc}") from None
-        except (ValueError, RecursionError) as exc:
-            raise ConfigError(f"{source}:{number}: not valid JSON ({type(exc).__name__})") from None
-        yield number, row
 
 
 def _nonzero(rows: Iterable[tuple[int, Row]], stats: StreamStats) -> Iterator[tuple[int, Row]]:
