@@ -64,3 +64,26 @@ def test_a_known_event_lifts_the_forecast_before_the_seasonal_part_has_a_day_of_
     assert inside.ahead(300.0, 25.0, launch, damping=0.5, max_growth=1.5) == pytest.approx(25.0)
     ending = told.update(launch + 7_000.0, 25.0, keep_s=600)
     assert ending.event_lift(600.0) == 1.0
+
+
+def test_the_policy_reads_the_candidates_upper_quantile_and_cover_none_reads_their_mean() -> None:
+    import random
+
+    rng = random.Random(1)
+
+    def surge(t: float) -> float:  # x3 from 09:00 to 12:00, daily
+        hour = t % DAY / 3600
+        return 100.0 * (1 + 2 * (min(1.0, max(0.0, (hour - 9) * 30)) - min(1.0, max(0.0, (hour - 12) * 30))))
+
+    now = DAY + 8 * 3600 + 57 * 60
+    history = [(k * 60.0, surge(k * 60.0) * (1 + rng.gauss(0, 0.1))) for k in range(int(now / 60) + 1)]
+    forecast = RateForecast().bootstrapped(history[:-3])
+    for t, rate in history[-3:]:
+        forecast = forecast.update(t, rate, keep_s=600)
+    seasonal = forecast.seasonal
+    assert seasonal is not None and forecast.cover == 0.9
+    assert forecast.seasonal_ahead(300.0) == seasonal.ahead(now, 300.0, 0.9)
+    mean = replace(forecast, cover=None).seasonal_ahead(300.0)
+    assert mean == seasonal.ahead(now, 300.0)
+    covered = forecast.seasonal_ahead(300.0)
+    assert mean is not None and covered is not None and covered > 1.5 * mean

@@ -205,8 +205,14 @@ class SeasonalForecast:
     def ready(self) -> bool:
         return len(self.bins) >= self.config.min_days * self.config.day_bins
 
-    def ahead(self, now: float, horizon_s: float) -> float | None:
-        """The value expected at ``now + horizon_s``; None before ``min_days`` of history."""
+    def ahead(self, now: float, horizon_s: float, q: float | None = None) -> float | None:
+        """The value expected at ``now + horizon_s``; None before ``min_days`` of history.
+
+        The candidates' skill-weighted mean; with ``q``, their weighted ``q``-quantile instead: the
+        weights read as how plausible each candidate is, so where they disagree (yesterday's 09:00
+        surge against persistence, on the second day, before either has earned the weight) the
+        higher forecast is covered while it holds at least ``1 − q`` of the weight. Where they
+        agree, the same as the mean."""
         if not self.ready():
             return None
         history, cfg = self._history(), self.config
@@ -217,7 +223,7 @@ class SeasonalForecast:
             history, cfg.shape, now_bin, history.bin_of(target),
             horizon_s=horizon_s, bin_s=cfg.bin_s, current=current, reversion=self._reversion(),
         )  # fmt: skip
-        combined = self._combine(found)
+        combined = self._combine(found) if q is None else self._quantile_of(found, q)
         return None if combined is None else combined * self.event_factor(target)
 
     def upper(self, now: float, horizon_s: float) -> float | None:
@@ -336,6 +342,21 @@ class SeasonalForecast:
             return None
         weights = self._raw_weights(usable)
         return sum(w * found[n] for n, w in weights.items()) / sum(weights.values())
+
+    def _quantile_of(self, found: dict[str, float], q: float) -> float | None:
+        """The weighted ``q``-quantile of the candidates' forecasts (the highest one from which the
+        weight above reaches ``1 − q``)."""
+        usable = [n for n in self.config.candidates if n in found]
+        if not usable:
+            return None
+        weights = self._raw_weights(usable)
+        total = sum(weights.values())
+        above = 0.0
+        for name in sorted(weights, key=lambda n: found[n], reverse=True):
+            above += weights[name] / total
+            if above >= 1 - q - 1e-12:
+                return found[name]
+        return min(found[n] for n in weights)
 
     # --- plumbing ---------------------------------------------------------------------------
 
