@@ -20,6 +20,7 @@ Takes values and an arrivals factory; opening files is the CLI's job.
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from itertools import takewhile
@@ -31,7 +32,7 @@ from fleetslo.core.errors import ConfigError
 from fleetslo.policy.oracle import OraclePolicy
 from fleetslo.policy.registry import make_policy
 from fleetslo.sim import compare, oracle, sampled
-from fleetslo.sim.longrun import StreamResult, simulate_stream
+from fleetslo.sim.longrun import DAY_S, StreamResult, simulate_stream
 from fleetslo.sim.profile import EngineProfile
 from fleetslo.sim.result import JUDGE_WINDOW_S
 from fleetslo.sim.scenario import SIZING_HORIZON_S, Scenario
@@ -108,7 +109,8 @@ def run_streamed(
         else:
             policy = compare.make_named_policy(name, scenario, options)
         tokens = [0]
-        result = simulate_stream(_counted(stream(), tokens), policy, scenario.config())
+        progress = None if announce is None else _day_reporter(name, announce, m or 1)
+        result = simulate_stream(_counted(stream(), tokens, progress), policy, scenario.config())
         out.append(_summary(name, scenario, result, tokens[0], m))
         if announce is not None:
             announce(f"{name}: {result.requests:,} requests simulated in {result.wall_seconds:.0f} s")
@@ -165,10 +167,28 @@ def _sizing_scenario(
     return compare.build_scenario(head, trace_name, profile, options)
 
 
-def _counted(requests: Iterator[Request], tokens: list[int]) -> Iterator[Request]:
-    for r in requests:
+def _counted(
+    requests: Iterator[Request], tokens: list[int], new_day: Callable[[int, int], None] | None = None
+) -> Iterator[Request]:
+    """The stream, counting its tokens; ``new_day(day, requests so far)`` as each day's first request
+    is taken (the replay pulls arrivals as it reaches them: the day has begun in simulated time)."""
+    day = 0
+    for n, r in enumerate(requests):
         tokens[0] += r.input_tokens + r.output_tokens
+        if new_day is not None and r.arrival_s >= (day + 1) * DAY_S:
+            day = int(r.arrival_s // DAY_S)
+            new_day(day, n)
         yield r
+
+
+def _day_reporter(name: str, announce: Callable[[str], None], m: int) -> Callable[[int, int], None]:
+    started = time.perf_counter()
+
+    def report(day: int, requests: int) -> None:
+        elapsed = time.perf_counter() - started
+        announce(f"{name}: day {day} begins ({requests * m:,} requests so far, {elapsed:.0f} s)")
+
+    return report
 
 
 def _summary(name: str, scenario: Scenario, r: StreamResult, tokens: int, m: int | None) -> StreamSummary:

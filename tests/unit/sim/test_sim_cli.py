@@ -206,6 +206,17 @@ def test_stream_prints_the_summary_and_a_table_per_day(
     assert "hpa-util:" in out.err  # one line per policy as it finishes
 
 
+def test_stream_says_as_each_day_begins(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "two-days.csv"
+    rows = [f"{k * 1800.0 + 5},100,20" for k in range(96)]  # one request every half hour, two days
+    path.write_text("arrival_s,input_tokens,output_tokens\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    assert main(["simulate", "--trace", str(path), "--profile", PROFILE, "--stream"]) == EXIT_OK
+    err = capsys.readouterr().err
+    assert "static: day 1 begins (48 requests so far" in err and "day 2" not in err
+    assert main(["simulate", "--trace", str(path), "--profile", PROFILE, "--stream", "--json"]) == EXIT_OK
+    assert "begins" not in capsys.readouterr().err  # --json: nothing on stderr
+
+
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
