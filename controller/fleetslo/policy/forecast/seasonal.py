@@ -12,7 +12,8 @@ them weighted by their recent skill (exponential weights on their mean absolute 
 about a day, robust to the odd outage bin; a candidate 5 % worse than the best weighs e⁻¹): on
 traffic with a shape the profile takes over, on traffic without one the forecast falls back
 toward persistence instead of being worse than it. That is the classic forecast combination
-(Bates–Granger), which a reader can check by hand.
+(Bates–Granger), which a reader can check by hand (``combination``: the weights, their mean, and
+the weighted quantile the sizing reads).
 
 What the sizing needs is not the mean rate a cold start ahead but a rate it will rarely exceed:
 ``upper`` is the combined forecast × the ``band_quantile`` of the combination's own log
@@ -59,6 +60,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from fleetslo.policy.forecast import candidates as cand
+from fleetslo.policy.forecast import combination
+from fleetslo.policy.forecast.combination import Skill
 from fleetslo.policy.forecast.history import BinnedHistory
 
 DAY_S = 86_400.0
@@ -148,14 +151,6 @@ class SeasonalConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class Skill:
-    """One candidate's record: the decaying mean of its absolute log errors, and how many."""
-
-    mae: float = 0.0
-    scored: int = 0
-
-
-@dataclass(frozen=True, slots=True)
 class SeasonalForecast:
     """Binned history of one series, the candidates' skills and the combination's residuals."""
 
@@ -223,7 +218,7 @@ class SeasonalForecast:
             history, cfg.shape, now_bin, history.bin_of(target),
             horizon_s=horizon_s, bin_s=cfg.bin_s, current=current, reversion=self._reversion(),
         )  # fmt: skip
-        combined = self._combine(found) if q is None else self._quantile_of(found, q)
+        combined = self._combine(found, q)
         return None if combined is None else combined * self.event_factor(target)
 
     def upper(self, now: float, horizon_s: float) -> float | None:
@@ -316,47 +311,24 @@ class SeasonalForecast:
             skill = self.skills[i] if i < len(self.skills) else Skill()
             error = _log_error(actual, found.get(name))
             if error is not None:
-                weight = max(1 - decay, 1 / (skill.scored + 1))  # a plain mean while few are scored
-                skill = Skill((1 - weight) * skill.mae + weight * abs(error), skill.scored + 1)
+                skill = skill.scoring(error, decay)
             out.append(skill)
         return tuple(out)
 
     def _raw_weights(self, names: Iterable[str]) -> dict[str, float]:
-        """exp(-(error - best error) / (``skill_temperature`` × best error)) of the candidates
-        scored ``min_scored`` times (one new to the history, as last week's day on day 8, joins once
-        it has been), the error being each one's mean absolute log error; equal weights while none
-        has been. A candidate 5 % worse than the best weighs e⁻¹ as much: on traffic where the day
-        profile is noise it fades out, and the forecast is persistence's, not worse."""
+        """The candidates' weights from their skills (``combination.weights``)."""
         index = {name: i for i, name in enumerate(self.config.candidates)}
         skills = {n: self.skills[index[n]] if index[n] < len(self.skills) else Skill() for n in names}
-        known = {n: s.mae for n, s in skills.items() if s.scored >= self.config.min_scored}
-        if not known:
-            return dict.fromkeys(skills, 1.0)
-        best = min(known.values())
-        scale = self.config.skill_temperature * best + 1e-12
-        return {n: math.exp(-(mae - best) / scale) for n, mae in known.items()}
+        cfg = self.config
+        return combination.weights(skills, min_scored=cfg.min_scored, temperature=cfg.skill_temperature)
 
-    def _combine(self, found: dict[str, float]) -> float | None:
+    def _combine(self, found: dict[str, float], q: float | None = None) -> float | None:
+        """The weighted mean of the candidates' forecasts, or with ``q`` their weighted quantile."""
         usable = [n for n in self.config.candidates if n in found]
         if not usable:
             return None
         weights = self._raw_weights(usable)
-        return sum(w * found[n] for n, w in weights.items()) / sum(weights.values())
-
-    def _quantile_of(self, found: dict[str, float], q: float) -> float | None:
-        """The weighted ``q``-quantile of the candidates' forecasts (the highest one from which the
-        weight above reaches ``1 − q``)."""
-        usable = [n for n in self.config.candidates if n in found]
-        if not usable:
-            return None
-        weights = self._raw_weights(usable)
-        total = sum(weights.values())
-        above = 0.0
-        for name in sorted(weights, key=lambda n: found[n], reverse=True):
-            above += weights[name] / total
-            if above >= 1 - q - 1e-12:
-                return found[name]
-        return min(found[n] for n in weights)
+        return combination.mean(found, weights) if q is None else combination.quantile(found, weights, q)
 
     # --- plumbing ---------------------------------------------------------------------------
 
