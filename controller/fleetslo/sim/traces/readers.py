@@ -18,7 +18,8 @@ BurstGPT records failed requests that way, and a request that produces no token 
 Every other bad row is a ``ConfigError`` naming the file, the line and what was expected. Requests come
 back sorted by arrival (stable, so equal arrivals keep file order).
 
-This module parses text; ``open_text`` is the one function that opens a file. It knows nothing of the
+This module parses text; ``open_text`` is the one function that opens a file (``reading`` wraps it
+with the errors a reader raises). It knows nothing of the
 engine model or policies.
 """
 
@@ -30,9 +31,10 @@ import json
 import math
 import zlib
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from itertools import starmap
+from itertools import chain, starmap
 from operator import itemgetter
 from pathlib import Path
 from typing import IO
@@ -87,10 +89,19 @@ def load_trace(path: str | Path) -> Trace:
 
 def read_trace(path: str | Path) -> TraceRead:
     """Like ``load_trace``, also reporting the detected format and the count of skipped 0-token rows."""
+    with reading(path) as handle:
+        return parse_trace(handle, str(path))
+
+
+@contextmanager
+def reading(path: str | Path) -> Iterator[IO[str]]:
+    """The trace file open as text (``open_text``), its read errors as ``ConfigError``s naming it:
+    the whole-file reader's and the streamed one's (``stream.stream_trace``, whose reads happen
+    inside the block as the stream is consumed)."""
     source = str(path)
     try:
         with open_text(path) as handle:
-            return parse_trace(handle, source)
+            yield handle
     except (OSError, EOFError, zlib.error) as exc:  # a gzip file cut short or corrupt
         raise ConfigError(f"{source}: cannot read the trace file ({_why(exc)})") from exc
     except UnicodeDecodeError as exc:
@@ -120,7 +131,7 @@ def parse_trace(lines: Iterable[str], source: str) -> TraceRead:
     number, line = first
     if line.lstrip().startswith("{"):
         fmt = "mooncake"
-        rows, skipped = _keep_nonzero(_mooncake_rows(_chain(first, numbered), source))
+        rows, skipped = _keep_nonzero(_mooncake_rows(chain([first], numbered), source))
         rows = _spread(rows)
     else:
         fmt, parse_row, width = _csv_format(line, source, number)
@@ -141,11 +152,6 @@ def _numbered(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
     for number, line in enumerate(lines, start=1):
         if line.strip():
             yield number, line
-
-
-def _chain(first: tuple[int, str], rest: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
-    yield first
-    yield from rest
 
 
 def _keep_nonzero(rows: Iterable[Row]) -> tuple[list[Row], int]:
@@ -183,6 +189,13 @@ def _csv_format(header_line: str, source: str, number: int) -> tuple[str, Callab
 def _csv_rows(
     numbered: Iterator[tuple[int, str]], source: str, parse_row: Callable[[list[str]], Row], width: int
 ) -> Iterator[Row]:
+    return (row for _, row in csv_numbered(numbered, source, parse_row, width))
+
+
+def csv_numbered(
+    numbered: Iterator[tuple[int, str]], source: str, parse_row: Callable[[list[str]], Row], width: int
+) -> Iterator[tuple[int, Row]]:
+    """(line number, row) of CSV lines parsed by ``parse_row``."""
     where = [0]  # the line number of the row csv.reader is on (blank lines are not fed to it)
 
     def text() -> Iterator[str]:
@@ -195,7 +208,7 @@ def _csv_rows(
             if len(cells) != width:
                 raise ConfigError(f"{source}:{where[0]}: {len(cells)} columns, expected {width}")
             try:
-                yield parse_row(cells)
+                yield where[0], parse_row(cells)
             except _BadRow as exc:
                 raise ConfigError(f"{source}:{where[0]}: {exc}") from None
     except csv.Error as exc:
@@ -256,7 +269,7 @@ def _spread(rows_ms: list[Row]) -> list[Row]:
     stamped ``t`` arrive at ``t + i·bucket/k`` (i = 0..k-1, file order): deterministic, the first one keeps
     its stamp, and none crosses into the next bucket.
     """
-    unit = _rounding_unit_ms([row[0] for row in rows_ms])
+    unit = rounding_unit_ms([row[0] for row in rows_ms])
     ordered = sorted(rows_ms, key=lambda row: row[0])
     out: list[Row] = []
     i = 0
@@ -264,17 +277,25 @@ def _spread(rows_ms: list[Row]) -> list[Row]:
         j = i
         while j < len(ordered) and ordered[j][0] == ordered[i][0]:
             j += 1
-        for k, (ms, n_in, n_out) in enumerate(ordered[i:j]):
-            out.append(((ms + k * unit / (j - i)) / 1000.0, n_in, n_out))
+        out.extend(spread_group(ordered[i:j], unit))
         i = j
     return out
 
 
-def _rounding_unit_ms(stamps: list[float]) -> float:
+def spread_group(group: list[Row], unit: float) -> Iterator[Row]:
+    """Rows sharing one millisecond stamp, in seconds, spread evenly over the rounding ``unit``."""
+    k = len(group)
+    for i, (ms, n_in, n_out) in enumerate(group):
+        yield (ms + i * unit / k) / 1000.0, n_in, n_out
+
+
+def rounding_unit_ms(stamps: Iterable[float], below: float = math.inf) -> float:
+    """The largest rounding unit (ms, at most ``below``) dividing every stamp; 0 for fractional ones."""
+    stamps = list(stamps)
     if any(not s.is_integer() for s in stamps):
         return 0.0  # fractional milliseconds: not rounded, nothing to spread
     for unit in _MOONCAKE_UNITS_MS:
-        if all(int(s) % unit == 0 for s in stamps):
+        if unit <= below and all(int(s) % unit == 0 for s in stamps):
             return float(unit)
     return 1.0
 

@@ -23,7 +23,8 @@ Cut and stretch give the requests ``transforms.window``/``time_scale`` give; ``-
 superposes copies as ``transforms.rate_scale`` does, each copy with its own random stream (so the
 result is the same in distribution, not request for request).
 
-Pure of the engine; the one place that opens a file is ``stream_trace``.
+Pure of the engine; ``stream_trace`` opens the file through ``readers.reading`` (its read errors the
+whole-file reader's), ``stream_lines`` takes lines already open.
 """
 
 from __future__ import annotations
@@ -31,23 +32,22 @@ from __future__ import annotations
 import heapq
 import math
 import random
-import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from itertools import count, islice
+from itertools import chain, count, islice, starmap
 from pathlib import Path
 
 from fleetslo.core.errors import ConfigError
 from fleetslo.sim.traces.readers import (
-    _MOONCAKE_UNITS_MS,
     EXPECTED,
     Row,
     _csv_format,
-    _csv_rows,
     _numbered,
-    _why,
+    csv_numbered,
     mooncake_numbered,
-    open_text,
+    reading,
+    rounding_unit_ms,
+    spread_group,
 )
 from fleetslo.sim.traces.transforms import DEFAULT_JITTER_S
 from fleetslo.sim.workload import Request
@@ -75,16 +75,8 @@ def stream_trace(
     Errors are raised where the bad row is read: a caller that must not start work on a bad file
     reads the first request before starting (``first_request``).
     """
-    source = str(path)
-    stats = stats if stats is not None else StreamStats()
-    try:
-        with open_text(path) as handle:
-            yield from stream_lines(handle, source, reorder_s=reorder_s, stats=stats)
-    except (OSError, EOFError, zlib.error) as exc:  # a gzip file cut short or corrupt
-        raise ConfigError(f"{source}: cannot read the trace file ({_why(exc)})") from exc
-    except UnicodeDecodeError as exc:
-        problem = f"not a text file (byte {exc.start} is not UTF-8)"
-        raise ConfigError(f"{source}: {problem}; expected {EXPECTED}") from exc
+    with reading(path) as handle:
+        yield from stream_lines(handle, str(path), reorder_s=reorder_s, stats=stats)
 
 
 def stream_lines(
@@ -101,12 +93,12 @@ def stream_lines(
     rows: Iterator[tuple[int, Row]]
     if first[1].lstrip().startswith("{"):
         stats.format = "mooncake"
-        rows = mooncake_numbered(_chain(first, numbered), source)
+        rows = mooncake_numbered(chain([first], numbered), source)
         per_second = 1e3  # milliseconds until spread
     else:
         fmt, parse_row, width = _csv_format(first[1], source, first[0])
         stats.format = fmt
-        rows = _numbered_csv(numbered, source, parse_row, width)
+        rows = csv_numbered(numbered, source, parse_row, width)
         per_second = 1e6 if fmt == "azure" else 1.0  # Azure's datetimes are read in microseconds
     ordered = _in_order(_nonzero(rows, stats), reorder_s * per_second, reorder_s, source)
     if stats.format == "mooncake":
@@ -126,7 +118,7 @@ def stream_lines(
 def first_request(requests: Iterator[Request]) -> tuple[Request, Iterator[Request]]:
     """The stream's first request (reading it raises the file's first error) and the whole stream."""
     head = next(requests)
-    return head, _chain_requests(head, requests)
+    return head, chain([head], requests)
 
 
 def shaped(
@@ -157,30 +149,6 @@ def shaped(
 
 
 # --- reading ----------------------------------------------------------------------------------
-
-
-def _chain(first: tuple[int, str], rest: Iterator[tuple[int, str]]) -> Iterator[tuple[int, str]]:
-    yield first
-    yield from rest
-
-
-def _chain_requests(head: Request, rest: Iterator[Request]) -> Iterator[Request]:
-    yield head
-    yield from rest
-
-
-def _numbered_csv(
-    numbered: Iterator[tuple[int, str]], source: str, parse_row: Callable[[list[str]], Row], width: int
-) -> Iterator[tuple[int, Row]]:
-    where = [0]
-
-    def tracked() -> Iterator[tuple[int, str]]:
-        for number, line in numbered:
-            where[0] = number
-            yield number, line
-
-    for row in _csv_rows(tracked(), source, parse_row, width):
-        yield where[0], row
 
 
 def _nonzero(rows: Iterable[tuple[int, Row]], stats: StreamStats) -> Iterator[tuple[int, Row]]:
@@ -227,41 +195,18 @@ def _seconds(rows: Iterable[Row], per_second: float, rebase: bool) -> Iterator[R
 def _spread_stream(rows: Iterator[Row]) -> Iterator[Request]:
     """Mooncake's rounded milliseconds to seconds, requests sharing a stamp spread over the unit."""
     head = list(islice(rows, MOONCAKE_UNIT_ROWS))
-    unit = _unit([r[0] for r in head])
+    unit = rounding_unit_ms(r[0] for r in head)
     group: list[Row] = []
-    for row in _chain_rows(head, rows):
+    for row in chain(head, rows):
         # narrowed before the group ahead of it is spread: spread over the old unit, that group
         # could reach past this row
         if unit > 0 and not (row[0].is_integer() and int(row[0]) % unit == 0):
-            unit = _unit([row[0]], below=unit)
+            unit = rounding_unit_ms([row[0]], below=unit)
         if group and row[0] != group[0][0]:
-            yield from _spread_group(group, unit)
+            yield from starmap(Request, spread_group(group, unit))
             group = []
         group.append(row)
-    yield from _spread_group(group, unit)
-
-
-def _chain_rows(head: list[Row], rest: Iterator[Row]) -> Iterator[Row]:
-    yield from head
-    yield from rest
-
-
-def _unit(stamps: list[float], below: float = math.inf) -> float:
-    if any(not s.is_integer() for s in stamps):
-        return 0.0  # fractional milliseconds: not rounded, nothing to spread
-    for unit in _MOONCAKE_UNITS_MS:
-        if unit <= below and all(int(s) % unit == 0 for s in stamps):
-            return float(unit)
-    return 1.0
-
-
-def _spread_group(group: list[Row], unit: float) -> Iterator[Request]:
-    k = len(group)
-    for i, (ms, n_in, n_out) in enumerate(group):
-        yield Request((ms + i * unit / k) / 1000.0, n_in, n_out)
-
-
-# --- shaping ----------------------------------------------------------------------------------
+    yield from starmap(Request, spread_group(group, unit))
 
 
 def _window(requests: Iterator[Request], start_s: float, duration_s: float | None) -> Iterator[Request]:
