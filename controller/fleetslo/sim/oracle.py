@@ -27,7 +27,7 @@ measured against when the oracle's own cost is out of reach.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -38,7 +38,7 @@ from fleetslo.sim.result import JUDGE_WINDOW_S
 from fleetslo.sim.result_types import SimResult
 from fleetslo.sim.scenario import Scenario, run_policy
 from fleetslo.sim.traces import poisson, resampled_tokens
-from fleetslo.sim.workload import Trace
+from fleetslo.sim.workload import Request, Trace
 
 CALIBRATION_S = 300.0
 #: Pooling gains flatten out well before this; larger calibration fleets only cost time.
@@ -153,17 +153,30 @@ def _meets(scenario: Scenario, load: Trace, size: int) -> bool:
 def minute_need(scenario: Scenario, capacity: Capacity) -> list[int]:
     """Replicas each minute of the trace requires at ``capacity`` (within the spec's bounds)."""
     minutes = max(1, math.ceil((scenario.trace.duration_s + 1e-9) / JUDGE_WINDOW_S))
-    arrivals = [0] * minutes
-    prefill = [0] * minutes
-    output = [0] * minutes
-    for r in scenario.trace.requests:
-        k = min(minutes - 1, int(r.arrival_s // JUDGE_WINDOW_S))
+    counts = minute_counts(scenario.trace.requests, minutes)
+    return need_from_counts(counts, capacity, scenario.spec.replicas, scenario.trace.duration_s)
+
+
+def minute_counts(
+    requests: Iterable[Request], minutes: int | None = None
+) -> tuple[list[int], list[int], list[int]]:
+    """Each minute's arrivals, prompt tokens and output tokens: over ``minutes`` minutes (a later
+    arrival counts in the last), or as many as the arrivals reach (a stream of unknown length)."""
+    size = minutes or 0
+    arrivals, prefill, output = [0] * size, [0] * size, [0] * size
+    for r in requests:
+        k = int(r.arrival_s // JUDGE_WINDOW_S)
+        if minutes is not None:
+            k = min(minutes - 1, k)
+        elif k >= len(arrivals):
+            grow = [0] * (k + 1 - len(arrivals))
+            arrivals += grow
+            prefill += grow
+            output += grow
         arrivals[k] += 1
         prefill[k] += r.input_tokens
         output[k] += r.output_tokens
-    return need_from_counts(
-        (arrivals, prefill, output), capacity, scenario.spec.replicas, scenario.trace.duration_s
-    )
+    return arrivals, prefill, output
 
 
 def need_from_counts(

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from itertools import takewhile
 from typing import Any
@@ -118,40 +118,41 @@ def run_streamed(
 
 
 def oracle_schedule(requests: Iterator[Request], scenario: Scenario) -> tuple[tuple[float, int], ...]:
-    """The oracle's schedule from one pass over the stream: each minute's need (``oracle.need_from_counts``)
-    at the capacity calibrated on a sample of the trace's lengths, held from a cold start and a decision
-    interval before the minute (``oracle.schedule_for``). No repair rounds: those replay the whole
-    trace again and again (``oracle.plan``); the days benchmark's oracle is this one."""
-    arrivals: list[int] = []
-    prefill: list[int] = []
-    output: list[int] = []
-    rng = random.Random(scenario.seed)
-    kept: list[Request] = []
-    seen, last = 0, 0.0
-    for r in requests:
-        k = int(r.arrival_s // JUDGE_WINDOW_S)
-        if k >= len(arrivals):
-            grow = [0] * (k + 1 - len(arrivals))
-            arrivals += grow
-            prefill += grow
-            output += grow
-        arrivals[k] += 1
-        prefill[k] += r.input_tokens
-        output[k] += r.output_tokens
-        # a uniform sample of the lengths (reservoir sampling), for the calibration's token mix
-        seen += 1
-        if len(kept) < ORACLE_LENGTH_SAMPLE:
-            kept.append(r)
-        elif (j := rng.randrange(seen)) < ORACLE_LENGTH_SAMPLE:
-            kept[j] = r
-        last = r.arrival_s
-    if not kept:
+    """The oracle's schedule from one pass over the stream: each minute's need (``oracle.minute_counts``,
+    ``oracle.need_from_counts``) at the capacity calibrated on a uniform sample of the trace's lengths,
+    held from a cold start and a decision interval before the minute (``oracle.schedule_for``). No
+    repair rounds: those replay the whole trace again and again (``oracle.plan``); the days
+    benchmark's oracle is this one."""
+    sample = _Reservoir(ORACLE_LENGTH_SAMPLE, random.Random(scenario.seed))
+    counts = oracle.minute_counts(sample.passing(requests))
+    if not sample.kept:
         raise ConfigError(f"oracle: no requests in the trace ({scenario.trace_name})")
-    lengths = Trace(tuple(kept), f"{scenario.trace_name}, {len(kept):,} requests' lengths")
-    capacity = oracle.calibrate(replace(scenario, trace=lengths), mean_rate=seen / max(last, JUDGE_WINDOW_S))
-    need = oracle.need_from_counts((arrivals, prefill, output), capacity, scenario.spec.replicas, last)
+    lengths = Trace(tuple(sample.kept), f"{scenario.trace_name}, {len(sample.kept):,} requests' lengths")
+    mean_rate = sample.seen / max(sample.last, JUDGE_WINDOW_S)
+    capacity = oracle.calibrate(replace(scenario, trace=lengths), mean_rate=mean_rate)
     bounds = scenario.spec.replicas
+    need = oracle.need_from_counts(counts, capacity, bounds, sample.last)
     return oracle.schedule_for(need, bounds.cold_start + OraclePolicy.interval, bounds.min)
+
+
+class _Reservoir:
+    """A uniform sample of ``size`` requests of a stream it passes through (reservoir sampling), how
+    many went by and the last arrival."""
+
+    def __init__(self, size: int, rng: random.Random) -> None:
+        self.size, self.rng = size, rng
+        self.kept: list[Request] = []
+        self.seen, self.last = 0, 0.0
+
+    def passing(self, requests: Iterable[Request]) -> Iterator[Request]:
+        for r in requests:
+            self.seen += 1
+            if len(self.kept) < self.size:
+                self.kept.append(r)
+            elif (j := self.rng.randrange(self.seen)) < self.size:
+                self.kept[j] = r
+            self.last = r.arrival_s
+            yield r
 
 
 def _sizing_scenario(
