@@ -253,12 +253,9 @@ def days_table(results: Sequence[StreamSummary]) -> Table:
     table.add_column("day", justify="right")
     for result in results:
         table.add_column(result.policy, justify="right")
-    days = sorted({d.day for result in results for d in result.days})
-    for day in days:
-        cells = []
-        for result in results:
-            found = [d for d in result.days if d.day == day]
-            cells.append(_day_cell(found[0]) if found else "—")
+    by_day = [{d.day: d for d in result.days} for result in results]
+    for day in sorted({day for figures in by_day for day in figures}):
+        cells = [_day_cell(figures[day]) if day in figures else "—" for figures in by_day]
         table.add_row(str(day), *cells)
     return table
 
