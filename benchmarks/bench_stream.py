@@ -16,7 +16,6 @@ the whole-file run's grows about 550 bytes a request.
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import json
 import math
@@ -29,17 +28,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-TRACE = "azure2023/AzureLLMInferenceTrace_conv.csv"
-CANDIDATES = (ROOT / "traces" / TRACE, ROOT.parent / "shared" / "traces" / TRACE)
+from fleetslo.sim.traces import load_trace
+
+from benchmarks.workloads import CONV, TRACES
+
 SAME = ("window_attainment", "request_attainment", "replica_hours", "requests", "scale_events")
 
 
 def write_days(path: Path, days: float, mean_rate: float, seed: int = 7) -> int:
     """An Azure-format CSV of ``days`` days on a daily curve; the number of requests written."""
-    source = next(p for p in CANDIDATES if p.exists())
-    with source.open(encoding="utf-8-sig", newline="") as handle:
-        lengths = [(int(row[1]), int(row[2])) for row in list(csv.reader(handle))[1:]]
+    lengths = [(r.input_tokens, r.output_tokens) for r in load_trace(TRACES / CONV).requests]
     rng = random.Random(seed)
     start = dt.datetime(2024, 5, 13, tzinfo=dt.UTC)
     t, n, end = 0.0, 0, days * 86_400

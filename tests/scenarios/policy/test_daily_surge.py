@@ -13,7 +13,6 @@ more headroom afterwards. Asserted: behaviour, never wall-clock time.
 
 from __future__ import annotations
 
-import csv
 import random
 from collections.abc import Iterator
 from dataclasses import replace
@@ -27,9 +26,10 @@ from fleetslo.sim.longrun import DAY_S, StreamResult, simulate_stream
 from fleetslo.sim.profile import builtin_profile
 from fleetslo.sim.sampled import every_mth, sampled_spec
 from fleetslo.sim.scenario import Scenario, make_spec
+from fleetslo.sim.traces import load_trace
 from fleetslo.sim.workload import Request, Trace
 
-from tests.support import ROOT
+from benchmarks.workloads import CONV, TRACES
 
 pytestmark = pytest.mark.slow
 
@@ -46,9 +46,7 @@ def rate(t: float) -> float:
 def arrivals(end_s: float = DAY_S + 13 * 3600, seed: int = 11) -> Iterator[Request]:
     """From 06:00 on the first day (a day of history by 06:00 on the second) to 13:00 on the second
     (past its surge's start): all the comparison needs."""
-    path = ROOT / "traces" / "azure2023" / "AzureLLMInferenceTrace_conv.csv"
-    with path.open(encoding="utf-8-sig", newline="") as handle:
-        lengths = [(int(row[1]), int(row[2])) for row in list(csv.reader(handle))[1:]]
+    lengths = [(r.input_tokens, r.output_tokens) for r in load_trace(TRACES / CONV).requests]
     rng, t, peak = random.Random(seed), 6 * 3600.0, 30.0
     while True:
         t += rng.expovariate(peak)  # thinned to rate(t)
