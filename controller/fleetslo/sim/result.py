@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from fleetslo.core.spec import FleetSLOSpec
 from fleetslo.sim.profile import EngineProfile
 from fleetslo.sim.records import SimRequest
-from fleetslo.sim.result_types import SimResult, SLOTarget, WindowResult
+from fleetslo.sim.result_types import SimResult, SLOTarget, WindowResult, replica_changes
 from fleetslo.sim.runner import FleetSample, Run
 
 JUDGE_WINDOW_S = 60.0
@@ -76,7 +76,7 @@ def build_result(
         tokens=tokens,
         cost_per_million_tokens=cost / tokens * 1e6 if tokens else None,
         mean_replicas=run.replica_seconds / run.end if run.end > 0 else None,
-        scale_events=sum(1 for e in run.events if e.replicas_from != e.replicas_to),
+        scale_events=replica_changes(run.events),
         preemptions=run.preemptions,
         sim_seconds=run.end,
         wall_seconds=run.wall_seconds,

@@ -9,7 +9,7 @@ absent from the JSON when not set, as they were when nobody passed them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -82,6 +82,11 @@ class ScaleEventRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def replica_changes(events: Iterable[ScaleEventRecord]) -> int:
+    """How many events changed the replica count (the others moved only the batch limit)."""
+    return sum(1 for e in events if e.replicas_from != e.replicas_to)
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ from fleetslo.sim import compare, oracle, sampled
 from fleetslo.sim.longrun import DAY_S, StreamResult, simulate_stream
 from fleetslo.sim.profile import EngineProfile
 from fleetslo.sim.result import JUDGE_WINDOW_S
+from fleetslo.sim.result_types import replica_changes
 from fleetslo.sim.scenario import SIZING_HORIZON_S, Scenario
 from fleetslo.sim.workload import Request, Trace
 
@@ -219,7 +220,7 @@ def _summary(name: str, scenario: Scenario, r: StreamResult, tokens: int, m: int
         cost_usd=cost,
         tokens=tokens * k,
         cost_per_million_tokens=cost / (tokens * k) * 1e6 if complete and tokens else None,
-        scale_events=sum(1 for e in r.events if e.replicas_from != e.replicas_to),
+        scale_events=replica_changes(r.events),
         initial_replicas=scenario.initial_replicas * k,
         wall_seconds=r.wall_seconds,
         days=tuple(_day(r, d, k) for d in days),

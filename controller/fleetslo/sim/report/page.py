@@ -16,7 +16,7 @@ from typing import Any
 from fleetslo.sim.report.numbers import clock, duration, money, num, number, percent, seconds
 from fleetslo.sim.report.style import CSS
 from fleetslo.sim.report.svg import Chart, Line, Point, render_chart, render_strip, style
-from fleetslo.sim.result_types import ScaleEventRecord, SimResult, SLOTarget, WindowResult
+from fleetslo.sim.result_types import ScaleEventRecord, SimResult, SLOTarget, WindowResult, replica_changes
 
 Result = SimResult
 
@@ -334,7 +334,7 @@ def _events(r: Result) -> str:
     more = len(events) - MAX_EVENTS_SHOWN
     note = f'<p class="note">{more} more decisions not shown.</p>' if more > 0 else ""
     # The same count as the summary's "Replica changes", and the rest named for what they are.
-    replicas = sum(1 for e in events if e.replicas_from != e.replicas_to)
+    replicas = replica_changes(events)
     counts = f"{replicas} replica changes, {len(events) - replicas} batch-limit changes only"
     head = "".join(
         f"<th>{h}</th>" for h in ("time (h:mm:ss)", "replicas", "batch limit", "reason", "message")
