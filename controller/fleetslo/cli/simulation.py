@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,9 +77,6 @@ def _configure_simulate(p: argparse.ArgumentParser) -> None:
 
 
 def _run_simulate(args: argparse.Namespace) -> int:
-    import json
-
-    from rich.console import Console
 
     from fleetslo.core.config import parse_duration
     from fleetslo.sim import compare
@@ -120,14 +118,7 @@ def _run_simulate(args: argparse.Namespace) -> int:
     results = [replace(r, max_num_seqs=profile.max_num_seqs) for r in simulated]
     title = args.title or compare.title_for(scenario, args.sample)
     # The results first: a report that cannot be written after all must not lose them.
-    if args.json:
-        dicts = [r.to_dict() for r in results]
-        print(json.dumps(dicts[0] if len(dicts) == 1 else {"title": title, "results": dicts}))
-    else:
-        console = Console()
-        if not console.is_terminal:
-            console.width = 200  # a pipe or file: do not squeeze the table into 80 columns
-        console.print(compare.summary_table(results, title))
+    _print_results(results, title, as_json=args.json, tables=[compare.summary_table(results, title)])
     if report is not None:
         from fleetslo.sim.report import render_report
 
@@ -158,10 +149,7 @@ def _hint_stream(path: Path) -> None:
 
 def _run_streamed(args: argparse.Namespace, profile: Any, options: Any) -> int:
     """``--stream``: every policy over its own read of the file (``sim.streamed``)."""
-    import json
     import sys
-
-    from rich.console import Console
 
     from fleetslo.sim import compare, streamed
     from fleetslo.sim.records import quiet_gc
@@ -184,16 +172,26 @@ def _run_streamed(args: argparse.Namespace, profile: Any, options: Any) -> int:
     with quiet_gc():
         scenario, results = streamed.run_streamed(arrivals, Path(args.trace).name, profile, options, announce)
     title = args.title or f"{compare.title_for(scenario, args.sample)}, streamed"
-    if args.json:
+    tables = [compare.summary_table(results, title, streamed.COLUMNS), streamed.days_table(results)]
+    _print_results(results, title, as_json=args.json, tables=tables)
+    return EXIT_OK
+
+
+def _print_results(results: Sequence[Any], title: str, *, as_json: bool, tables: Sequence[Any]) -> None:
+    """One JSON object (a lone result, or the title and every result), or the tables."""
+    import json
+
+    from rich.console import Console
+
+    if as_json:
         dicts = [r.to_dict() for r in results]
         print(json.dumps(dicts[0] if len(dicts) == 1 else {"title": title, "results": dicts}))
-        return EXIT_OK
+        return
     console = Console()
     if not console.is_terminal:
-        console.width = 200
-    console.print(compare.summary_table(results, title, streamed.COLUMNS))
-    console.print(streamed.days_table(results))
-    return EXIT_OK
+        console.width = 200  # a pipe or file: do not squeeze the table into 80 columns
+    for table in tables:
+        console.print(table)
 
 
 def _simulate_with_progress(scenario: Any, options: Any, *, show: bool) -> list[SimResult]:
