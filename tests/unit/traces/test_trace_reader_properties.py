@@ -9,7 +9,7 @@ from pathlib import Path
 
 from fleetslo.core.errors import ConfigError
 from fleetslo.sim.traces import parse_trace, read_trace
-from fleetslo.sim.traces.readers import AZURE_HEADER, BURSTGPT_HEADER, PLAIN_HEADER
+from fleetslo.sim.traces.csv_rows import AZURE_HEADER, BURSTGPT_HEADER, PLAIN_HEADER
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

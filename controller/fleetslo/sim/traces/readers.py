@@ -19,54 +19,34 @@ Every other bad row is a ``ConfigError`` naming the file, the line and what was 
 back sorted by arrival (stable, so equal arrivals keep file order).
 
 This module parses text; ``open_text`` is the one function that opens a file (``reading`` wraps it
-with the errors a reader raises). It knows nothing of the
-engine model or policies.
+with the errors a reader raises). The CSV formats are in ``csv_rows``, the cells' rules in ``cells``.
+It knows nothing of the engine model or policies.
 """
 
 from __future__ import annotations
 
-import csv
 import gzip
 import json
 import math
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from itertools import chain, starmap
 from operator import itemgetter
 from pathlib import Path
 from typing import IO
 
 from fleetslo.core.errors import ConfigError
+from fleetslo.sim.traces import cells
+from fleetslo.sim.traces.cells import BadRow, Row
+from fleetslo.sim.traces.csv_rows import EXPECTED, csv_format, csv_numbered
 from fleetslo.sim.workload import Request, Trace
-
-AZURE_HEADER = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
-BURSTGPT_HEADER = ("Timestamp", "Model", "Request tokens", "Response tokens", "Total tokens", "Log Type")
-PLAIN_HEADER = ("arrival_s", "input_tokens", "output_tokens")
-
-EXPECTED = (
-    "an Azure LLM inference CSV (header TIMESTAMP,ContextTokens,GeneratedTokens), "
-    "a BurstGPT CSV (header Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type), "
-    "a plain CSV (header arrival_s,input_tokens,output_tokens) "
-    'or Mooncake JSONL (lines like {"timestamp": 0, "input_length": 10, "output_length": 5})'
-)
-
-#: More tokens than any model's context; a larger count is a broken row, not a request.
-MAX_TOKENS = 10_000_000
 
 #: Rounding units (ms) a Mooncake trace may have been rounded to; the largest dividing every timestamp wins.
 _MOONCAKE_UNITS_MS = (1000, 100, 10, 1)
 
 _GZIP_MAGIC = b"\x1f\x8b"
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
-_EPOCH_ORDINAL = _EPOCH.toordinal()
-
-#: (arrival seconds, input tokens, output tokens) of one parsed row.
-Row = tuple[float, int, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,10 +56,6 @@ class TraceRead:
     trace: Trace
     format: str
     skipped: int = 0
-
-
-class _BadRow(ValueError):
-    """A row-level problem; the caller adds the file and line number."""
 
 
 def load_trace(path: str | Path) -> Trace:
@@ -124,7 +100,8 @@ def _why(exc: BaseException) -> str:
 
 def parse_trace(lines: Iterable[str], source: str) -> TraceRead:
     """Parse trace text (an iterable of lines, e.g. an open file); ``source`` names it in errors."""
-    numbered = _numbered(lines)
+    rest = iter(lines)
+    numbered = _numbered(rest)
     first = next(numbered, None)
     if first is None:
         raise ConfigError(f"{source}: the file is empty; expected {EXPECTED}")
@@ -134,8 +111,9 @@ def parse_trace(lines: Iterable[str], source: str) -> TraceRead:
         rows, skipped = _keep_nonzero(_mooncake_rows(chain([first], numbered), source))
         rows = _spread(rows)
     else:
-        fmt, parse_row, width = _csv_format(line, source, number)
-        rows, skipped = _keep_nonzero(_csv_rows(numbered, source, parse_row, width))
+        fmt, parse_row, width = csv_format(line, source, number)
+        csv_rows = csv_numbered(rest, number, source, parse_row, width)
+        rows, skipped = _keep_nonzero(row for _, row in csv_rows)
         if fmt == "azure":
             rows = _rebase(rows)
     if not rows:
@@ -166,69 +144,6 @@ def _keep_nonzero(rows: Iterable[Row]) -> tuple[list[Row], int]:
     return kept, skipped
 
 
-# --- CSV formats ------------------------------------------------------------------------------
-
-
-def _csv_format(header_line: str, source: str, number: int) -> tuple[str, Callable[[list[str]], Row], int]:
-    """Which CSV format a header names: (format name, row parser, number of columns)."""
-    try:
-        header = tuple(cell.strip() for cell in next(csv.reader([header_line])))
-    except (csv.Error, StopIteration) as exc:
-        raise ConfigError(f"{source}:{number}: unreadable header; expected {EXPECTED}") from exc
-    if header == AZURE_HEADER:
-        return "azure", _azure_row, len(header)
-    if header[: len(BURSTGPT_HEADER)] == BURSTGPT_HEADER:
-        return "burstgpt", _burstgpt_row, len(header)
-    if header == PLAIN_HEADER:
-        return "plain", _plain_row, len(header)
-    shown = header_line.strip()[:120]
-    problem = f"unrecognised trace format (first line {shown!r})"
-    raise ConfigError(f"{source}:{number}: {problem}; expected {EXPECTED}")
-
-
-def _csv_rows(
-    numbered: Iterator[tuple[int, str]], source: str, parse_row: Callable[[list[str]], Row], width: int
-) -> Iterator[Row]:
-    return (row for _, row in csv_numbered(numbered, source, parse_row, width))
-
-
-def csv_numbered(
-    numbered: Iterator[tuple[int, str]], source: str, parse_row: Callable[[list[str]], Row], width: int
-) -> Iterator[tuple[int, Row]]:
-    """(line number, row) of CSV lines parsed by ``parse_row``."""
-    where = [0]  # the line number of the row csv.reader is on (blank lines are not fed to it)
-
-    def text() -> Iterator[str]:
-        for number, line in numbered:
-            where[0] = number
-            yield line
-
-    try:
-        for cells in csv.reader(text()):
-            if len(cells) != width:
-                raise ConfigError(f"{source}:{where[0]}: {len(cells)} columns, expected {width}")
-            try:
-                yield where[0], parse_row(cells)
-            except _BadRow as exc:
-                raise ConfigError(f"{source}:{where[0]}: {exc}") from None
-    except csv.Error as exc:
-        raise ConfigError(f"{source}:{where[0]}: unreadable CSV ({exc})") from None
-
-
-def _azure_row(cells: list[str]) -> Row:
-    return _datetime_micros(cells[0]), _count(cells[1], "ContextTokens"), _count(cells[2], "GeneratedTokens")
-
-
-def _burstgpt_row(cells: list[str]) -> Row:
-    arrival = _seconds(cells[0], "Timestamp")
-    return arrival, _count(cells[2], "Request tokens"), _count(cells[3], "Response tokens")
-
-
-def _plain_row(cells: list[str]) -> Row:
-    arrival = _seconds(cells[0], "arrival_s")
-    return arrival, _count(cells[1], "input_tokens"), _count(cells[2], "output_tokens")
-
-
 def _rebase(rows: list[Row]) -> list[Row]:
     """Absolute timestamps (µs) to seconds from the earliest request."""
     start = min((row[0] for row in rows), default=0.0)
@@ -249,13 +164,13 @@ def mooncake_numbered(numbered: Iterator[tuple[int, str]], source: str) -> Itera
         try:
             record = json.loads(line)
             if not isinstance(record, dict):
-                raise _BadRow("expected a JSON object per line")
+                raise BadRow("expected a JSON object per line")
             row = (
-                _number(record.get("timestamp"), "timestamp"),
-                _json_count(record.get("input_length"), "input_length"),
-                _json_count(record.get("output_length"), "output_length"),
+                cells.number(record.get("timestamp"), "timestamp"),
+                cells.json_count(record.get("input_length"), "input_length"),
+                cells.json_count(record.get("output_length"), "output_length"),
             )
-        except _BadRow as exc:
+        except BadRow as exc:
             raise ConfigError(f"{source}:{number}: {exc}") from None
         except (ValueError, RecursionError) as exc:
             raise ConfigError(f"{source}:{number}: not valid JSON ({type(exc).__name__})") from None
@@ -298,65 +213,3 @@ def rounding_unit_ms(stamps: Iterable[float], below: float = math.inf) -> float:
         if unit <= below and all(int(s) % unit == 0 for s in stamps):
             return float(unit)
     return 1.0
-
-
-# --- cells ------------------------------------------------------------------------------------
-
-
-def _datetime_micros(cell: str) -> float:
-    """Microseconds since the epoch: whole numbers, exact in a float (< 2**53), so rebasing loses nothing."""
-    try:
-        when = datetime.fromisoformat(cell.strip())
-    except ValueError:
-        example = "2023-11-16 18:17:03.9799600"
-        raise _BadRow(f"TIMESTAMP {_short(cell)} is not a date-time like {example}") from None
-    if when.tzinfo is None:
-        # naive means UTC: the same whole microseconds as the timedelta below, without building one
-        days = when.toordinal() - _EPOCH_ORDINAL
-        seconds = (days * 86_400 + when.hour * 3_600 + when.minute * 60 + when.second) * 1_000_000
-        return float(seconds + when.microsecond)
-    return float((when - _EPOCH) // _MICROSECOND)
-
-
-def _seconds(cell: str, column: str) -> float:
-    try:
-        value = float(cell)
-    except ValueError:
-        raise _BadRow(f"{column} {_short(cell)} is not a number of seconds") from None
-    if not math.isfinite(value) or value < 0:
-        raise _BadRow(f"{column} {_short(cell)} must be a finite number of seconds >= 0")
-    return value
-
-
-def _count(cell: str, column: str) -> int:
-    try:
-        value = float(cell)
-    except ValueError:
-        raise _BadRow(f"{column} {_short(cell)} is not a token count") from None
-    if 0 <= value <= MAX_TOKENS and value.is_integer():
-        return int(value)  # the common case, checked in one line (two cells of every row of a long trace)
-    return _json_count(value, column)  # says what is wrong with it
-
-
-def _number(value: object, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise _BadRow(f"{key} must be a number (got {_short(value)})")
-    try:
-        number = float(value)
-    except OverflowError:
-        number = math.inf
-    if not math.isfinite(number) or number < 0:
-        raise _BadRow(f"{key} must be a finite number >= 0 (got {_short(value)})")
-    return number
-
-
-def _json_count(value: object, key: str) -> int:
-    number = _number(value, key)
-    if not number.is_integer() or number > MAX_TOKENS:
-        raise _BadRow(f"{key} must be a whole number of tokens <= {MAX_TOKENS:,} (got {_short(value)})")
-    return int(number)
-
-
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."

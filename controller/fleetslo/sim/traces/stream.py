@@ -32,18 +32,17 @@ from __future__ import annotations
 import heapq
 import math
 import random
+from collections import deque
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain, count, islice, starmap
 from pathlib import Path
 
 from fleetslo.core.errors import ConfigError
+from fleetslo.sim.traces.cells import Row
+from fleetslo.sim.traces.csv_rows import EXPECTED, csv_format, csv_numbered
 from fleetslo.sim.traces.readers import (
-    EXPECTED,
-    Row,
-    _csv_format,
     _numbered,
-    csv_numbered,
     mooncake_numbered,
     reading,
     rounding_unit_ms,
@@ -86,7 +85,8 @@ def stream_lines(
     if not (math.isfinite(reorder_s) and reorder_s >= 0):
         raise ConfigError(f"reorder window must be a finite number of seconds >= 0, got {reorder_s!r}")
     stats = stats if stats is not None else StreamStats()
-    numbered = _numbered(lines)
+    rest = iter(lines)
+    numbered = _numbered(rest)
     first = next(numbered, None)
     if first is None:
         raise ConfigError(f"{source}: the file is empty; expected {EXPECTED}")
@@ -96,9 +96,9 @@ def stream_lines(
         rows = mooncake_numbered(chain([first], numbered), source)
         per_second = 1e3  # milliseconds until spread
     else:
-        fmt, parse_row, width = _csv_format(first[1], source, first[0])
+        fmt, parse_row, width = csv_format(first[1], source, first[0])
         stats.format = fmt
-        rows = csv_numbered(numbered, source, parse_row, width)
+        rows = csv_numbered(rest, first[0], source, parse_row, width)
         per_second = 1e6 if fmt == "azure" else 1.0  # Azure's datetimes are read in microseconds
     ordered = _in_order(_nonzero(rows, stats), reorder_s * per_second, reorder_s, source)
     if stats.format == "mooncake":
@@ -163,18 +163,51 @@ def _in_order(
     rows: Iterable[tuple[int, Row]], reorder: float, reorder_s: float, source: str
 ) -> Iterator[Row]:
     """Rows sorted by time (ties in file order), through a buffer ``reorder`` time units deep (the
-    file's own unit: microseconds for Azure, milliseconds for Mooncake; ``reorder_s`` in seconds)."""
-    buffer: list[tuple[float, int, Row]] = []
+    file's own unit: microseconds for Azure, milliseconds for Mooncake; ``reorder_s`` in seconds).
+
+    While the rows come in order (a sorted file) the buffer is a queue; the first row stamped before
+    the newest turns it into a heap (a sorted queue already is one) for the rest of the file."""
+    queue: deque[tuple[float, int, Row]] = deque()
     sequence = count()
     last = newest = -math.inf
+    rows = iter(rows)
+    for number, row in rows:
+        t = row[0]
+        if t < newest:
+            if t < last:
+                raise _out_of_order(source, number, reorder_s)
+            buffer = list(queue)  # sorted: a heap as it is
+            heapq.heappush(buffer, (t, next(sequence), row))
+            yield from _heap_ordered(
+                buffer, rows, newest=newest, last=last, reorder=reorder, reorder_s=reorder_s,
+                source=source, sequence=sequence,
+            )  # fmt: skip
+            return
+        queue.append((t, next(sequence), row))
+        newest = t
+        while queue[0][0] < newest - reorder:
+            last, _, out = queue.popleft()
+            yield out
+    for _, _, row in queue:
+        yield row
+
+
+def _heap_ordered(
+    buffer: list[tuple[float, int, Row]],
+    rows: Iterator[tuple[int, Row]],
+    *,
+    newest: float,
+    last: float,
+    reorder: float,
+    reorder_s: float,
+    source: str,
+    sequence: Iterator[int],
+) -> Iterator[Row]:
+    """``_in_order`` from the first row out of order on: the buffer a heap."""
     for number, row in rows:
         t = row[0]
         if t < last:
-            raise ConfigError(
-                f"{source}:{number}: this row is stamped before a request already read, more than "
-                f"{reorder_s:g} s out of time order; sort the file by time (or read it whole, without "
-                "--stream)"
-            )
+            raise _out_of_order(source, number, reorder_s)
         heapq.heappush(buffer, (t, next(sequence), row))
         newest = max(newest, t)
         while buffer[0][0] < newest - reorder:
@@ -182,6 +215,14 @@ def _in_order(
             yield out
     while buffer:
         yield heapq.heappop(buffer)[2]
+
+
+def _out_of_order(source: str, number: int, reorder_s: float) -> ConfigError:
+    return ConfigError(
+        f"{source}:{number}: this row is stamped before a request already read, more than "
+        f"{reorder_s:g} s out of time order; sort the file by time (or read it whole, without "
+        "--stream)"
+    )
 
 
 def _seconds(rows: Iterable[Row], per_second: float, rebase: bool) -> Iterator[Request]:

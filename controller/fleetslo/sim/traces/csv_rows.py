@@ -1,0 +1,196 @@
+"""The CSV trace formats: which one a header names, and its rows with their line numbers.
+
+A day of a busy service is a billion rows, so the common case is read in blocks: a block of
+Azure lines that all have the usual shape (``2023-11-16 18:17:03.9799600,374,44``) is matched by
+one regular expression, and a line within the second before it reads only its fraction; so is a
+block of plain-CSV lines (``12.5,374,44``). Any other
+block is read line by line (split on commas; through ``csv.reader`` from the first quote on), which
+is also where a bad row is found and named. Both give the same rows (``tests/unit/traces``).
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Callable, Generator, Iterator
+from itertools import chain, islice
+
+from fleetslo.core.errors import ConfigError
+from fleetslo.sim.traces.cells import BadRow, Row, count, datetime_micros, seconds
+
+AZURE_HEADER = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+BURSTGPT_HEADER = ("Timestamp", "Model", "Request tokens", "Response tokens", "Total tokens", "Log Type")
+PLAIN_HEADER = ("arrival_s", "input_tokens", "output_tokens")
+
+EXPECTED = (
+    "an Azure LLM inference CSV (header TIMESTAMP,ContextTokens,GeneratedTokens), "
+    "a BurstGPT CSV (header Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type), "
+    "a plain CSV (header arrival_s,input_tokens,output_tokens) "
+    'or Mooncake JSONL (lines like {"timestamp": 0, "input_length": 10, "output_length": 5})'
+)
+
+#: Lines read per block.
+BLOCK_LINES = 4096
+
+#: One plain Azure line: a naive datetime to the second, its 7-digit fraction, two counts.
+_AZURE_LINE = re.compile(
+    r"^(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d\.)(\d{7}),(\d{1,7}),(\d{1,7})\r?$", re.MULTILINE | re.ASCII
+)
+
+#: One plain-CSV line in its common shape: decimal seconds and two counts.
+_PLAIN_LINE = re.compile(r"^(\d{1,15}(?:\.\d{1,15})?),(\d{1,7}),(\d{1,7})\r?$", re.MULTILINE | re.ASCII)
+
+RowParser = Callable[[list[str]], Row]
+
+
+def csv_format(header_line: str, source: str, number: int) -> tuple[str, RowParser, int]:
+    """Which CSV format a header names: (format name, a row parser for this file, number of columns)."""
+    try:
+        header = tuple(cell.strip() for cell in next(csv.reader([header_line])))
+    except (csv.Error, StopIteration) as exc:
+        raise ConfigError(f"{source}:{number}: unreadable header; expected {EXPECTED}") from exc
+    if header == AZURE_HEADER:
+        return "azure", AzureRow(), len(header)
+    if header[: len(BURSTGPT_HEADER)] == BURSTGPT_HEADER:
+        return "burstgpt", _burstgpt_row, len(header)
+    if header == PLAIN_HEADER:
+        return "plain", PlainRow(), len(header)
+    shown = header_line.strip()[:120]
+    problem = f"unrecognised trace format (first line {shown!r})"
+    raise ConfigError(f"{source}:{number}: {problem}; expected {EXPECTED}")
+
+
+def csv_numbered(
+    lines: Iterator[str], after: int, source: str, parse_row: RowParser, width: int
+) -> Iterator[tuple[int, Row]]:
+    """(line number, row) of the CSV lines left in ``lines``, the first of them line ``after + 1``
+    (blank lines are skipped and counted). Lines are read one at a time, or ``BLOCK_LINES`` at a
+    time for a parser that reads blocks (``AzureRow``)."""
+    block_rows = getattr(parse_row, "block", None)
+    if block_rows is None:
+        yield from _lines_numbered(enumerate(lines, start=after + 1), iter(()), source, parse_row, width)
+        return
+    number = after
+    while block := list(islice(lines, BLOCK_LINES)):
+        rows = block_rows(block)
+        if rows is not None:
+            yield from zip(range(number + 1, number + 1 + len(rows)), rows, strict=True)
+        else:
+            here, rest = enumerate(block, start=number + 1), enumerate(lines, start=number + len(block) + 1)
+            if (yield from _lines_numbered(here, rest, source, parse_row, width)):
+                return  # csv.reader read the rest of the file
+        number += len(block)
+
+
+def _lines_numbered(
+    numbered: Iterator[tuple[int, str]],
+    rest: Iterator[tuple[int, str]],
+    source: str,
+    parse_row: RowParser,
+    width: int,
+) -> Generator[tuple[int, Row], None, bool]:
+    """``numbered``'s rows, split on commas; from a line with a quote on, ``csv.reader`` reads it,
+    the lines after it and ``rest`` (a quoted cell may hold commas and line breaks), and the
+    return value is True."""
+    for number, line in numbered:
+        if not line.strip():
+            continue
+        if '"' in line:
+            yield from _csv_module_numbered(chain([(number, line)], numbered, rest), source, parse_row, width)
+            return True
+        yield number, _row(line.rstrip("\r\n").split(","), number, source, parse_row, width)
+    return False
+
+
+def _row(cells: list[str], number: int, source: str, parse_row: RowParser, width: int) -> Row:
+    if len(cells) != width:
+        raise ConfigError(f"{source}:{number}: {len(cells)} columns, expected {width}")
+    try:
+        return parse_row(cells)
+    except BadRow as exc:
+        raise ConfigError(f"{source}:{number}: {exc}") from None
+
+
+def _csv_module_numbered(
+    numbered: Iterator[tuple[int, str]], source: str, parse_row: RowParser, width: int
+) -> Iterator[tuple[int, Row]]:
+    """``csv_numbered`` through ``csv.reader``, for lines with quotes."""
+    where = [0]  # the line number of the row csv.reader is on (blank lines are not fed to it)
+
+    def text() -> Iterator[str]:
+        for number, line in numbered:
+            if line.strip():
+                where[0] = number
+                yield line
+
+    try:
+        for cells in csv.reader(text()):
+            yield where[0], _row(cells, where[0], source, parse_row, width)
+    except csv.Error as exc:
+        raise ConfigError(f"{source}:{where[0]}: unreadable CSV ({exc})") from None
+
+
+class AzureRow:
+    """The Azure row parser of one file. Rows of a busy trace share their date and second
+    (``2023-11-16 18:17:03.``), so the last second read is kept and a row within it reads only its
+    fraction: the microseconds ``datetime.fromisoformat`` gives (it keeps six of the seven digits),
+    without building a datetime. Any other stamp is read by ``cells.datetime_micros``."""
+
+    __slots__ = ("_base", "_second")
+
+    def __init__(self) -> None:
+        self._second = ""  # the stamp up to its fraction, "2023-11-16 18:17:03."
+        self._base = 0  # that second, in microseconds since the epoch
+
+    def __call__(self, cells: list[str]) -> Row:
+        stamp = cells[0]
+        fraction = stamp[20:]
+        plain = len(stamp) == 27 and fraction.isascii() and fraction.isdigit()
+        if plain and stamp[:20] == self._second:
+            micros = float(self._base + int(fraction[:6]))
+        else:
+            micros = datetime_micros(stamp)
+            if plain and stamp[19] == ".":
+                self._second, self._base = stamp[:20], int(micros) - int(fraction[:6])
+        return micros, count(cells[1], "ContextTokens"), count(cells[2], "GeneratedTokens")
+
+    def block(self, lines: list[str]) -> list[Row] | None:
+        """The rows of ``lines`` if every one is a plain Azure line with a valid date-time, else
+        None (the caller reads them one by one, and names the line that is wrong)."""
+        found = _AZURE_LINE.findall("".join(lines))
+        if len(found) != len(lines):  # one match per line, anchored at both ends: every line plain
+            return None
+        second, base = self._second, self._base
+        rows: list[Row] = []
+        append = rows.append
+        for stamp_second, fraction, n_in, n_out in found:
+            if stamp_second != second:
+                try:
+                    micros = int(datetime_micros(stamp_second + fraction))
+                except BadRow:
+                    return None
+                second, base = stamp_second, micros - int(fraction[:6])
+            append((float(base + int(fraction[:6])), int(n_in), int(n_out)))
+        self._second, self._base = second, base
+        return rows
+
+
+def _burstgpt_row(cells: list[str]) -> Row:
+    arrival = seconds(cells[0], "Timestamp")
+    return arrival, count(cells[2], "Request tokens"), count(cells[3], "Response tokens")
+
+
+class PlainRow:
+    """The plain CSV's row parser, which also reads a block of lines of the common shape
+    (``12.5,374,44``) by one regular expression: ``float`` and ``int`` of the same text."""
+
+    def __call__(self, cells: list[str]) -> Row:
+        arrival = seconds(cells[0], "arrival_s")
+        return arrival, count(cells[1], "input_tokens"), count(cells[2], "output_tokens")
+
+    def block(self, lines: list[str]) -> list[Row] | None:
+        """The rows of ``lines`` if every one has the common shape, else None (read one by one)."""
+        found = _PLAIN_LINE.findall("".join(lines))
+        if len(found) != len(lines):
+            return None
+        return [(float(arrival), int(n_in), int(n_out)) for arrival, n_in, n_out in found]

@@ -1,0 +1,129 @@
+"""Azure and plain CSVs are read in blocks (one regular expression per block of plain lines) for speed: the
+rows, line numbers and errors are exactly those of reading the same lines one by one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from itertools import count, islice
+
+import pytest
+from fleetslo.core.errors import ConfigError
+from fleetslo.sim.traces import csv_rows
+from fleetslo.sim.traces.cells import Row, datetime_micros
+from fleetslo.sim.traces.csv_rows import BLOCK_LINES, AzureRow, PlainRow, csv_numbered
+from fleetslo.sim.traces.stream import stream_lines
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+START = datetime(2023, 11, 16, 18, 17, 3, tzinfo=UTC)
+
+PLAIN = st.builds(
+    lambda seconds, fraction, n_in, n_out, sep: (
+        f"{(START + timedelta(seconds=seconds)):%Y-%m-%d{sep}%H:%M:%S}.{fraction:07d},{n_in},{n_out}\n"
+    ),
+    st.integers(0, 3 * 86_400),
+    st.integers(0, 9_999_999),
+    st.integers(0, 9_999_999),
+    st.integers(0, 9_999_999),
+    st.sampled_from([" ", "T"]),
+)
+ODD = st.sampled_from(
+    [
+        "\n",
+        "   \n",
+        "2023-11-16 18:17:03.9799600,10,5\r\n",  # CRLF
+        "2023-11-16 18:17:03.979960,10,5\n",  # six digits
+        "2023-11-16 18:17:03,10,5\n",  # whole seconds
+        "2024-05-10 00:00:00.0000000+02:00,10,5\n",  # an offset
+        "2023-13-16 18:17:03.9799600,10,5\n",  # month 13
+        "2023-11-16 18:17:03.9799600,10,5,1\n",  # four columns
+        "2023-11-16 18:17:03.97996٠٠,10,5\n",  # Arabic-Indic digits
+        "2023-11-16 18:17:03.9799600,10000000,5\n",  # the largest count
+        "2023-11-16 18:17:03.9799600,10000001,5\n",  # one more
+        "2023-11-16 18:17:03.9799600,1e3,5\n",
+        '"2023-11-16 18:17:03.9799600",10,5\n',  # quoted: csv.reader from here on
+        "2023-11-16 18:17:03.9799600,0,5\n",  # zero tokens (skipped by the callers)
+        "2023-11-16 18:17:03.9799600,x,5\n",
+    ]
+)
+
+
+PLAIN_CSV = st.one_of(
+    st.builds(
+        lambda t, n_in, n_out: f"{t},{n_in},{n_out}\n",
+        st.one_of(
+            st.integers(0, 10**9), st.floats(0, 1e9).map(repr), st.decimals(0, 10**6, places=7).map(str)
+        ),
+        st.integers(0, 9_999_999),
+        st.integers(0, 9_999_999),
+    ),
+    st.sampled_from(["\n", "1e3,10,5\n", " 12,10,5\n", "-1,10,5\n", "nan,10,5\n", "12.,10,5\n", "1,2\n"]),
+)
+
+
+class _LineByLine:
+    """A parser without its block reader: csv_numbered then reads line by line."""
+
+    def __init__(self, row: AzureRow | PlainRow) -> None:
+        self.row = row
+
+    def __call__(self, cells: list[str]) -> Row:
+        return self.row(cells)
+
+
+def read(lines: list[str], parse_row: object) -> list[tuple[int, Row]] | str:
+    try:
+        return list(csv_numbered(iter(lines), 1, "t.csv", parse_row, 3))  # type: ignore[arg-type]
+    except ConfigError as exc:
+        return str(exc)
+
+
+def blocks_and_lines(lines: list[str], block: int, parser: type[AzureRow | PlainRow]) -> None:
+    original = csv_rows.BLOCK_LINES
+    csv_rows.BLOCK_LINES = block  # small blocks: a bad line anywhere in a block, blocks after a good one
+    try:
+        assert read(lines, parser()) == read(lines, _LineByLine(parser()))
+    finally:
+        csv_rows.BLOCK_LINES = original
+
+
+@settings(max_examples=300)
+@given(st.lists(st.one_of(PLAIN, PLAIN, PLAIN, ODD), max_size=40), st.integers(1, 7))
+def test_azure_blocks_read_what_the_lines_read(lines: list[str], block: int) -> None:
+    blocks_and_lines(lines, block, AzureRow)
+
+
+@settings(max_examples=200)
+@given(st.lists(PLAIN_CSV, max_size=40), st.integers(1, 7))
+def test_plain_blocks_read_what_the_lines_read(lines: list[str], block: int) -> None:
+    blocks_and_lines(lines, block, PlainRow)
+
+
+@given(st.lists(PLAIN, min_size=1, max_size=60))
+def test_the_second_kept_gives_the_microseconds_fromisoformat_gives(lines: list[str]) -> None:
+    parse = AzureRow()
+    for line in sorted(lines):
+        cells = line.rstrip("\n").split(",")
+        assert parse(cells)[0] == datetime_micros(cells[0])
+
+
+def test_a_bad_row_deep_in_a_block_is_named_by_its_line() -> None:
+    good = [f"2023-11-16 18:17:{i % 60:02d}.{i:07d},10,5\n" for i in range(2 * BLOCK_LINES)]
+    lines = [*good[:5000], "2023-11-16 25:17:03.9799600,10,5\n", *good[5000:]]
+    with pytest.raises(ConfigError, match=r"^t\.csv:5002: TIMESTAMP '2023-11-16 25:17:03.9799600'"):
+        list(csv_numbered(iter(lines), 1, "t.csv", AzureRow(), 3))
+
+
+def test_a_streamed_azure_trace_reads_no_more_than_a_block_ahead() -> None:
+    read = count()
+
+    def endless() -> Iterator[str]:
+        yield "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+        for i in count():
+            next(read)
+            yield f"{START + timedelta(seconds=i / 2):%Y-%m-%d %H:%M:%S}.{(i % 2) * 5_000_000:07d},10,10\n"
+
+    first = list(islice(stream_lines(endless(), "endless", reorder_s=60.0), 10))
+    assert [r.arrival_s for r in first] == [i * 0.5 for i in range(10)]
+    assert next(read) <= BLOCK_LINES  # one block; the reorder window's 120 rows are inside it
