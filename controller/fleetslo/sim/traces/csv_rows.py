@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from itertools import chain, islice
 
 from fleetslo.core.errors import ConfigError
@@ -38,7 +38,7 @@ _AZURE_LINE = re.compile(
 )
 
 #: One plain-CSV line in its common shape: decimal seconds and two counts.
-_PLAIN_LINE = re.compile(r"^(\d{1,15}(?:\.\d{1,15})?),(\d{1,7}),(\d{1,7})\r?$", re.MULTILINE | re.ASCII)
+_PLAIN_LINE = re.compile(r"^(\d{1,20}(?:\.\d{1,20})?),(\d{1,7}),(\d{1,7})\r?$", re.MULTILINE | re.ASCII)
 
 RowParser = Callable[[list[str]], Row]
 
@@ -64,21 +64,30 @@ def csv_numbered(
     lines: Iterator[str], after: int, source: str, parse_row: RowParser, width: int
 ) -> Iterator[tuple[int, Row]]:
     """(line number, row) of the CSV lines left in ``lines``, the first of them line ``after + 1``
-    (blank lines are skipped and counted). Lines are read one at a time, or ``BLOCK_LINES`` at a
-    time for a parser that reads blocks (``AzureRow``)."""
+    (blank lines are skipped and counted)."""
+    for numbers, rows in numbered_blocks(lines, after, source, parse_row, width):
+        yield from zip(numbers, rows, strict=True)
+
+
+def numbered_blocks(
+    lines: Iterator[str], after: int, source: str, parse_row: RowParser, width: int
+) -> Iterator[tuple[Sequence[int], list[Row]]]:
+    """``csv_numbered``'s rows ``BLOCK_LINES`` lines at a time: (their line numbers, the rows). A
+    parser that reads blocks (``AzureRow``, ``PlainRow``) reads a block of lines at once; a block
+    it does not take, and every block of a parser that reads none, is read line by line."""
     block_rows = getattr(parse_row, "block", None)
-    if block_rows is None:
-        yield from _lines_numbered(enumerate(lines, start=after + 1), iter(()), source, parse_row, width)
-        return
     number = after
     while block := list(islice(lines, BLOCK_LINES)):
-        rows = block_rows(block)
+        rows = block_rows(block) if block_rows is not None else None
         if rows is not None:
-            yield from zip(range(number + 1, number + 1 + len(rows)), rows, strict=True)
+            yield range(number + 1, number + 1 + len(rows)), rows
         else:
             here, rest = enumerate(block, start=number + 1), enumerate(lines, start=number + len(block) + 1)
-            if (yield from _lines_numbered(here, rest, source, parse_row, width)):
-                return  # csv.reader read the rest of the file
+            numbered = _lines_numbered(here, rest, source, parse_row, width)
+            # After a quote csv.reader reads ``rest`` too, to the end of the file: then the next
+            # block is empty and the loop ends.
+            while pairs := list(islice(numbered, BLOCK_LINES)):
+                yield [n for n, _ in pairs], [row for _, row in pairs]
         number += len(block)
 
 
@@ -88,18 +97,16 @@ def _lines_numbered(
     source: str,
     parse_row: RowParser,
     width: int,
-) -> Generator[tuple[int, Row], None, bool]:
+) -> Iterator[tuple[int, Row]]:
     """``numbered``'s rows, split on commas; from a line with a quote on, ``csv.reader`` reads it,
-    the lines after it and ``rest`` (a quoted cell may hold commas and line breaks), and the
-    return value is True."""
+    the lines after it and ``rest`` (a quoted cell may hold commas and line breaks)."""
     for number, line in numbered:
         if not line.strip():
             continue
         if '"' in line:
             yield from _csv_module_numbered(chain([(number, line)], numbered, rest), source, parse_row, width)
-            return True
+            return
         yield number, _row(line.rstrip("\r\n").split(","), number, source, parse_row, width)
-    return False
 
 
 def _row(cells: list[str], number: int, source: str, parse_row: RowParser, width: int) -> Row:

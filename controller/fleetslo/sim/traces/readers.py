@@ -40,7 +40,7 @@ from typing import IO
 from fleetslo.core.errors import ConfigError
 from fleetslo.sim.traces import cells
 from fleetslo.sim.traces.cells import BadRow, Row
-from fleetslo.sim.traces.csv_rows import EXPECTED, csv_format, csv_numbered
+from fleetslo.sim.traces.csv_rows import EXPECTED, csv_format, numbered_blocks
 from fleetslo.sim.workload import Request, Trace
 
 #: Rounding units (ms) a Mooncake trace may have been rounded to; the largest dividing every timestamp wins.
@@ -108,12 +108,12 @@ def parse_trace(lines: Iterable[str], source: str) -> TraceRead:
     number, line = first
     if line.lstrip().startswith("{"):
         fmt = "mooncake"
-        rows, skipped = _keep_nonzero(_mooncake_rows(chain([first], numbered), source))
+        rows, skipped = _keep_nonzero([list(_mooncake_rows(chain([first], numbered), source))])
         rows = _spread(rows)
     else:
         fmt, parse_row, width = csv_format(line, source, number)
-        csv_rows = csv_numbered(rest, number, source, parse_row, width)
-        rows, skipped = _keep_nonzero(row for _, row in csv_rows)
+        blocks = numbered_blocks(rest, number, source, parse_row, width)
+        rows, skipped = _keep_nonzero(block for _, block in blocks)
         if fmt == "azure":
             rows = _rebase(rows)
     if not rows:
@@ -132,16 +132,14 @@ def _numbered(lines: Iterable[str]) -> Iterator[tuple[int, str]]:
             yield number, line
 
 
-def _keep_nonzero(rows: Iterable[Row]) -> tuple[list[Row], int]:
+def _keep_nonzero(blocks: Iterable[list[Row]]) -> tuple[list[Row], int]:
     """Rows with at least one input and one output token, and how many were dropped."""
     kept: list[Row] = []
-    skipped = 0
-    for row in rows:
-        if row[1] > 0 and row[2] > 0:
-            kept.append(row)
-        else:
-            skipped += 1
-    return kept, skipped
+    read = 0
+    for block in blocks:
+        read += len(block)
+        kept.extend([row for row in block if row[1] > 0 and row[2] > 0])
+    return kept, read - len(kept)
 
 
 def _rebase(rows: list[Row]) -> list[Row]:
