@@ -127,3 +127,19 @@ def test_a_streamed_azure_trace_reads_no_more_than_a_block_ahead() -> None:
     first = list(islice(stream_lines(endless(), "endless", reorder_s=60.0), 10))
     assert [r.arrival_s for r in first] == [i * 0.5 for i in range(10)]
     assert next(read) <= BLOCK_LINES  # one block; the reorder window's 120 rows are inside it
+
+
+def test_a_file_of_long_lines_is_not_held_a_whole_block_at_a_time() -> None:
+    """A broken or hostile file of 1 MB lines: a block stops once it holds BLOCK_CHARS characters
+    (a few lines), not 4,096 lines (4 GB); the first bad line is still named."""
+    read = count()
+
+    def long_lines() -> Iterator[str]:
+        for _ in range(BLOCK_LINES):
+            next(read)
+            yield "9" * 1_000_000 + ",10,5\n"
+
+    rows = csv_numbered(long_lines(), 1, "t.csv", AzureRow(), 3)
+    with pytest.raises(ConfigError, match=r"^t\.csv:2: TIMESTAMP '9999"):
+        next(rows)
+    assert next(read) <= 64 + 2  # one part of lines past the character bound

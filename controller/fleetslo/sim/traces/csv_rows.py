@@ -29,8 +29,12 @@ EXPECTED = (
     'or Mooncake JSONL (lines like {"timestamp": 0, "input_length": 10, "output_length": 5})'
 )
 
-#: Lines read per block.
+#: Lines read per block, and the characters after which a block stops early (a file of long
+#: lines, broken or hostile, must not be held 4,096 lines at a time: a trace's lines are ~40).
 BLOCK_LINES = 4096
+BLOCK_CHARS = 1 << 20
+#: Lines read at a time while a block fills.
+_PART_LINES = 64
 
 #: One plain Azure line: a naive datetime to the second, its 7-digit fraction, two counts.
 _AZURE_LINE = re.compile(
@@ -77,7 +81,7 @@ def numbered_blocks(
     it does not take, and every block of a parser that reads none, is read line by line."""
     block_rows = getattr(parse_row, "block", None)
     number = after
-    while block := list(islice(lines, BLOCK_LINES)):
+    while block := _block(lines):
         rows = block_rows(block) if block_rows is not None else None
         if rows is not None:
             yield range(number + 1, number + 1 + len(rows)), rows
@@ -89,6 +93,19 @@ def numbered_blocks(
             while pairs := list(islice(numbered, BLOCK_LINES)):
                 yield [n for n, _ in pairs], [row for _, row in pairs]
         number += len(block)
+
+
+def _block(lines: Iterator[str]) -> list[str]:
+    """The next ``BLOCK_LINES`` lines, or fewer once they hold ``BLOCK_CHARS`` characters."""
+    block: list[str] = []
+    chars = 0
+    while len(block) < BLOCK_LINES and chars < BLOCK_CHARS:
+        part = list(islice(lines, _PART_LINES))
+        if not part:
+            break
+        block += part
+        chars += sum(map(len, part))
+    return block
 
 
 def _lines_numbered(
