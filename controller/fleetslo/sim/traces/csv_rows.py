@@ -3,9 +3,9 @@
 A day of a busy service is a billion rows, so the common case is read in blocks: a block of
 Azure lines that all have the usual shape (``2023-11-16 18:17:03.9799600,374,44``) is matched by
 one regular expression, and a line within the second before it reads only its fraction; so is a
-block of plain-CSV lines (``12.5,374,44``). Any other
-block is read line by line (split on commas; through ``csv.reader`` from the first quote on), which
-is also where a bad row is found and named. Both give the same rows (``tests/unit/traces``).
+block of plain-CSV lines (``12.5,374,44``). Any other block is read line by line (split on commas;
+through ``csv.reader`` from the first quote on), which is also where a bad row is found and named.
+Both give the same rows, line numbers and errors (``tests/unit/traces/test_trace_csv_blocks.py``).
 """
 
 from __future__ import annotations
