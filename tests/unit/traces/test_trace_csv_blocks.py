@@ -28,6 +28,19 @@ PLAIN = st.builds(
     st.integers(0, 9_999_999),
     st.sampled_from([" ", "T"]),
 )
+#: 2024's shape: six digits (or none on a whole second) and a UTC offset.
+PLAIN_2024 = st.builds(
+    lambda seconds, fraction, digits, offset, n_in, n_out: (
+        f"{(START + timedelta(seconds=seconds)):%Y-%m-%d %H:%M:%S}"
+        f"{'.' + str(fraction).zfill(7)[:digits] if digits else ''}{offset},{n_in},{n_out}\n"
+    ),
+    st.integers(0, 3 * 86_400),
+    st.integers(0, 9_999_999),
+    st.sampled_from([0, 1, 3, 6, 6, 6, 7]),
+    st.sampled_from(["+00:00", "+00:00", "-03:30", "+05:45", "+0530", "Z", ""]),
+    st.integers(0, 9_999_999),
+    st.integers(0, 9_999_999),
+)
 ODD = st.sampled_from(
     [
         "\n",
@@ -45,6 +58,9 @@ ODD = st.sampled_from(
         '"2023-11-16 18:17:03.9799600",10,5\n',  # quoted: csv.reader from here on
         "2023-11-16 18:17:03.9799600,0,5\n",  # zero tokens (skipped by the callers)
         "2023-11-16 18:17:03.9799600,x,5\n",
+        "2024-05-10 00:00:00.009930+24:00,10,5\n",  # an offset out of range
+        "2024-05-10 00:00:00.99999999+00:00,10,5\n",  # eight digits
+        "2024-05-10 00:00:00.009930+00:00 ,10,5\n",
     ]
 )
 
@@ -89,7 +105,7 @@ def blocks_and_lines(lines: list[str], block: int, parser: type[AzureRow | Plain
 
 
 @settings(max_examples=300)
-@given(st.lists(st.one_of(PLAIN, PLAIN, PLAIN, ODD), max_size=40), st.integers(1, 7))
+@given(st.lists(st.one_of(PLAIN, PLAIN, PLAIN_2024, PLAIN_2024, ODD), max_size=40), st.integers(1, 7))
 def test_azure_blocks_read_what_the_lines_read(lines: list[str], block: int) -> None:
     blocks_and_lines(lines, block, AzureRow)
 
@@ -106,6 +122,21 @@ def test_the_second_kept_gives_the_microseconds_fromisoformat_gives(lines: list[
     for line in sorted(lines):
         cells = line.rstrip("\n").split(",")
         assert parse(cells)[0] == datetime_micros(cells[0])
+
+
+def test_the_2024_shape_reads_as_fromisoformat_reads_it() -> None:
+    lines = [
+        "2024-05-10 00:00:00.009930+00:00,10,5\n",
+        "2024-05-10 00:00:00.019930+00:00,11,6\n",
+        "2024-05-10 00:00:01+00:00,12,7\n",
+        "2024-05-10 02:00:01.5+02:00,13,8\n",  # the same instant as the row before, plus 0.5 s
+        "2024-05-10 02:00:01.5+00:00,14,9\n",  # the same wall clock two hours later
+    ]
+    rows = AzureRow().block(lines)
+    assert rows is not None
+    assert [r[0] for r in rows] == [datetime_micros(line.split(",")[0]) for line in lines]
+    assert rows[3][0] - rows[2][0] == 500_000
+    assert rows[4][0] - rows[3][0] == 7_200_000_000
 
 
 def test_a_bad_row_deep_in_a_block_is_named_by_its_line() -> None:

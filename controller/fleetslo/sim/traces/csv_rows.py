@@ -1,10 +1,11 @@
 """The CSV trace formats: which one a header names, and its rows with their line numbers.
 
 A day of a busy service is a billion rows, so the common case is read in blocks: a block of
-Azure lines that all have the usual shape (``2023-11-16 18:17:03.9799600,374,44``) is matched by
-one regular expression, and a line within the second before it reads only its fraction; so is a
-block of plain-CSV lines (``12.5,374,44``). Any other block is read line by line (split on commas;
-through ``csv.reader`` from the first quote on), which is also where a bad row is found and named.
+Azure lines that all have the usual shape (``2023-11-16 18:17:03.9799600,374,44``, or 2024's
+``2024-05-10 00:00:00.009930+00:00,374,44``) is matched by one regular expression, and a line
+within the second before it reads only its fraction; so is a block of plain-CSV lines
+(``12.5,374,44``). Any other block is read line by line (split on commas; through ``csv.reader``
+from the first quote on), which is also where a bad row is found and named.
 Both give the same rows, line numbers and errors (``tests/unit/traces/test_trace_csv_blocks.py``).
 """
 
@@ -36,10 +37,15 @@ BLOCK_CHARS = 1 << 20
 #: Lines read at a time while a block fills.
 _PART_LINES = 64
 
-#: One plain Azure line: a naive datetime to the second, its 7-digit fraction, two counts.
+#: One Azure line of the usual shapes: a datetime to the second, its fraction (7 digits in 2023,
+#: 6 in 2024, none on a whole second; the group keeps the six ``fromisoformat`` keeps), its UTC
+#: offset (2024: ``+00:00``) if any, two counts.
 _AZURE_LINE = re.compile(
-    r"^(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d\.)(\d{7}),(\d{1,7}),(\d{1,7})\r?$", re.MULTILINE | re.ASCII
+    r"^(\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d)(?:\.(\d{1,6})\d?)?((?:[+-]\d\d:?\d\d|Z)?),(\d{1,7}),(\d{1,7})\r?$",
+    re.MULTILINE | re.ASCII,
 )
+#: Microseconds per unit of a fraction of n digits (``fromisoformat`` pads fewer than six).
+_FRACTION_UNIT = (0, 100_000, 10_000, 1_000, 100, 10, 1)
 
 #: One plain-CSV line in its common shape: decimal seconds and two counts.
 _PLAIN_LINE = re.compile(r"^(\d{1,20}(?:\.\d{1,20})?),(\d{1,7}),(\d{1,7})\r?$", re.MULTILINE | re.ASCII)
@@ -179,23 +185,28 @@ class AzureRow:
         return micros, count(cells[1], "ContextTokens"), count(cells[2], "GeneratedTokens")
 
     def block(self, lines: list[str]) -> list[Row] | None:
-        """The rows of ``lines`` if every one is a plain Azure line with a valid date-time, else
-        None (the caller reads them one by one, and names the line that is wrong)."""
+        """The rows of ``lines`` if every one is an Azure line of the usual shape with a valid
+        date-time, else None (the caller reads them one by one, and names the line that is wrong).
+        Each new second (and offset) is read by ``datetime_micros``; the fraction is added to it."""
         found = _AZURE_LINE.findall("".join(lines))
         if len(found) != len(lines):  # one match per line, anchored at both ends: every line plain
             return None
-        second, base = self._second, self._base
+        second_read = offset_read = ""
+        base = 0
         rows: list[Row] = []
         append = rows.append
-        for stamp_second, fraction, n_in, n_out in found:
-            if stamp_second != second:
+        unit = _FRACTION_UNIT
+        for second, fraction, offset, n_in, n_out in found:
+            if second != second_read or offset != offset_read:
                 try:
-                    micros = int(datetime_micros(stamp_second + fraction))
+                    base = int(datetime_micros(second + offset))
                 except BadRow:
                     return None
-                second, base = stamp_second, micros - int(fraction[:6])
-            append((float(base + int(fraction[:6])), int(n_in), int(n_out)))
-        self._second, self._base = second, base
+                second_read, offset_read = second, offset
+            if len(fraction) == 6:
+                append((float(base + int(fraction)), int(n_in), int(n_out)))
+            else:
+                append((float(base + int(fraction or 0) * unit[len(fraction)]), int(n_in), int(n_out)))
         return rows
 
 
