@@ -71,6 +71,11 @@ def _configure_simulate(p: argparse.ArgumentParser) -> None:
         "bounded memory (per-day figures; the oracle without repair rounds; no --report, no p90 over the "
         "whole run)",
     )  # fmt: skip
+    p.add_argument(
+        "--reorder-s", type=float, metavar="SECONDS",
+        help="with --stream: how far (trace seconds) a row may come after one stamped later, for logs "
+        "written as requests finish (default 60; a log of answers lasting minutes needs their length)",
+    )  # fmt: skip
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--report", help="also write a self-contained HTML report here")
     p.add_argument("--title", help="report title")
@@ -106,6 +111,8 @@ def _run_simulate(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"--sample: must be a whole number >= 1 (one replica simulated in M; got {args.sample})"
         )
+    if args.reorder_s is not None and not args.stream:
+        raise ConfigError("--reorder-s: only with --stream (a trace read whole is sorted whole)")
     if args.stream:
         return _run_streamed(args, profile, options)
     _hint_stream(Path(args.trace))
@@ -149,17 +156,22 @@ def _hint_stream(path: Path) -> None:
 
 def _run_streamed(args: argparse.Namespace, profile: Any, options: Any) -> int:
     """``--stream``: every policy over its own read of the file (``sim.streamed``)."""
+    import math
     import sys
 
     from fleetslo.sim import compare, streamed
     from fleetslo.sim.records import quiet_gc
-    from fleetslo.sim.traces.stream import first_request, shaped, stream_trace
+    from fleetslo.sim.traces.stream import REORDER_S, first_request, shaped, stream_trace
 
     if args.report:
         raise ConfigError("--report: not with --stream (the report plots every request; drop one of them)")
+    reorder_s = REORDER_S if args.reorder_s is None else args.reorder_s
+    if not (math.isfinite(reorder_s) and reorder_s >= 0):
+        raise ConfigError(f"--reorder-s: a finite number of seconds >= 0 (got {args.reorder_s!r})")
 
     def arrivals() -> Any:
-        _, stream = first_request(stream_trace(args.trace))  # a bad file fails here, before any work
+        # a bad file fails here, before any work
+        _, stream = first_request(stream_trace(args.trace, reorder_s=reorder_s))
         return shaped(
             stream, start_s=options.start_s, duration_s=options.duration_s, time_scale=options.time_scale,
             rate_scale=options.rate_scale, seed=options.seed,

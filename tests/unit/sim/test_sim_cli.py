@@ -236,8 +236,47 @@ def test_stream_names_an_out_of_order_row(tmp_path: Path, capsys: pytest.Capture
     rows = "arrival_s,input_tokens,output_tokens\n0,5,5\n100,5,5\n500,5,5\n10,5,5\n"
     path.write_text(rows, encoding="utf-8")
     assert main(["simulate", "--trace", str(path), "--stream"]) == EXIT_USAGE
-    assert "shuffled.csv:5:" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "shuffled.csv:5:" in err and "--reorder-s" in err
     assert main(["simulate", "--trace", str(path), "--json"]) == EXIT_OK  # read whole, it is sorted
+
+
+def test_a_wider_reorder_window_streams_a_log_written_as_requests_finish(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Answers lasting minutes, logged as they finish: a row comes up to 150 s after one stamped
+    later. The default 60 s window refuses it; --reorder-s 200 streams it as the sorted file reads."""
+    rows = [f"{t},100,50\n" for t in range(0, 600, 2)]
+    late = rows[40:60]  # 80-118 s, written after the rows up to 238 s
+    header = "arrival_s,input_tokens,output_tokens\n"
+    path, sorted_path = tmp_path / "by-finish.csv", tmp_path / "sorted.csv"
+    path.write_text(header + "".join(rows[:40] + rows[60:120] + late + rows[120:]))
+    sorted_path.write_text(header + "".join(rows))
+    base = ["simulate", "--profile", PROFILE, "--stream", "--json", "--policy", "static", "--replicas", "2"]
+    assert main([*base, "--trace", str(path)]) == EXIT_USAGE
+    assert "by-finish.csv:" in capsys.readouterr().err
+    assert main([*base, "--trace", str(path), "--reorder-s", "200"]) == EXIT_OK
+    wide = json.loads(capsys.readouterr().out)
+    assert main([*base, "--trace", str(sorted_path)]) == EXIT_OK
+    ordered = json.loads(capsys.readouterr().out)
+    same = {k for k in wide if k not in ("trace", "wall_seconds")}
+    assert {k: wide[k] for k in same} == {k: ordered[k] for k in same}
+    assert wide["requests"] == 300
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--reorder-s", "30"], "--reorder-s: only with --stream"),
+        (["--stream", "--reorder-s", "-1"], "--reorder-s: a finite number of seconds >= 0"),
+        (["--stream", "--reorder-s", "nan"], "--reorder-s: a finite number of seconds >= 0"),
+    ],
+)
+def test_a_bad_reorder_window_is_a_usage_error(
+    trace_file: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    assert main(["simulate", "--trace", str(trace_file), *flags]) == EXIT_USAGE
+    assert message in capsys.readouterr().err
 
 
 @pytest.mark.usefixtures("restore_logging")

@@ -10,7 +10,8 @@ at a time, in arrival order, holding only a reorder buffer.
 one stamped earlier. Rows wait in a buffer until ``reorder_s`` of trace time has been read past them
 and leave sorted (ties in file order, as ``load_trace``'s stable sort). A row stamped earlier than one
 already yielded is out of order by more than the buffer: a ``ConfigError`` naming its line, which says
-to sort the file (or to read it whole, without streaming).
+to sort the file, to widen the buffer (``fleetslo simulate --reorder-s``: a log written as requests
+finish lags by its longest answer), or to read it whole, without streaming.
 
 **Time zero** is the earliest request for Azure's datetimes (as ``load_trace``): the first one out of
 the buffer. BurstGPT and plain CSVs keep their own seconds. Mooncake timestamps are rounded: requests
@@ -220,8 +221,8 @@ def _heap_ordered(
 def _out_of_order(source: str, number: int, reorder_s: float) -> ConfigError:
     return ConfigError(
         f"{source}:{number}: this row is stamped before a request already read, more than "
-        f"{reorder_s:g} s out of time order; sort the file by time (or read it whole, without "
-        "--stream)"
+        f"{reorder_s:g} s out of time order; sort the file by time, widen the reorder window "
+        "(--reorder-s), or read it whole without --stream"
     )
 
 
