@@ -82,7 +82,6 @@ def _configure_simulate(p: argparse.ArgumentParser) -> None:
 
 
 def _run_simulate(args: argparse.Namespace) -> int:
-
     from fleetslo.core.config import parse_duration
     from fleetslo.sim import compare
     from fleetslo.sim.records import quiet_gc

@@ -116,12 +116,27 @@ def test_plain_blocks_read_what_the_lines_read(lines: list[str], block: int) -> 
     blocks_and_lines(lines, block, PlainRow)
 
 
-@given(st.lists(PLAIN, min_size=1, max_size=60))
-def test_the_second_kept_gives_the_microseconds_fromisoformat_gives(lines: list[str]) -> None:
-    parse = AzureRow()
-    for line in sorted(lines):
-        cells = line.rstrip("\n").split(",")
-        assert parse(cells)[0] == datetime_micros(cells[0])
+@given(
+    st.lists(
+        st.builds(
+            lambda second, fraction, digits, offset: (
+                f"{(START + timedelta(seconds=second)):%Y-%m-%d %H:%M:%S}"
+                f"{'.' + str(fraction).zfill(7)[:digits] if digits else ''}{offset},10,5\n"
+            ),
+            st.integers(0, 3),  # a few seconds: most lines share the second before them
+            st.integers(0, 9_999_999),
+            st.sampled_from([0, 1, 6, 7]),
+            st.sampled_from(["", "+00:00", "-03:30"]),
+        ),
+        min_size=1,
+        max_size=60,
+    )
+)
+def test_a_block_reads_each_stamp_as_fromisoformat_does(lines: list[str]) -> None:
+    """The block keeps the second (and offset) read last and adds each line's fraction to it."""
+    rows = AzureRow().block(lines)
+    assert rows is not None
+    assert [row[0] for row in rows] == [datetime_micros(line.split(",")[0]) for line in lines]
 
 
 def test_the_2024_shape_reads_as_fromisoformat_reads_it() -> None:

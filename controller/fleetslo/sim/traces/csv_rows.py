@@ -161,28 +161,13 @@ def _csv_module_numbered(
 
 
 class AzureRow:
-    """The Azure row parser of one file. Rows of a busy trace share their date and second
-    (``2023-11-16 18:17:03.``), so the last second read is kept and a row within it reads only its
-    fraction: the microseconds ``datetime.fromisoformat`` gives (it keeps six of the seven digits),
-    without building a datetime. Any other stamp is read by ``cells.datetime_micros``."""
+    """The Azure row parser: a row by ``cells.datetime_micros``, or a block of lines at once
+    (``block``), where a line within the second before it reads only its fraction."""
 
-    __slots__ = ("_base", "_second")
-
-    def __init__(self) -> None:
-        self._second = ""  # the stamp up to its fraction, "2023-11-16 18:17:03."
-        self._base = 0  # that second, in microseconds since the epoch
+    __slots__ = ()
 
     def __call__(self, cells: list[str]) -> Row:
-        stamp = cells[0]
-        fraction = stamp[20:]
-        plain = len(stamp) == 27 and fraction.isascii() and fraction.isdigit()
-        if plain and stamp[:20] == self._second:
-            micros = float(self._base + int(fraction[:6]))
-        else:
-            micros = datetime_micros(stamp)
-            if plain and stamp[19] == ".":
-                self._second, self._base = stamp[:20], int(micros) - int(fraction[:6])
-        return micros, count(cells[1], "ContextTokens"), count(cells[2], "GeneratedTokens")
+        return datetime_micros(cells[0]), count(cells[1], "ContextTokens"), count(cells[2], "GeneratedTokens")
 
     def block(self, lines: list[str]) -> list[Row] | None:
         """The rows of ``lines`` if every one is an Azure line of the usual shape with a valid
