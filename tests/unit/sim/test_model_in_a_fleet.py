@@ -1,0 +1,72 @@
+"""The policy's performance model for one replica of a fleet behind the simulator's
+least-outstanding router, against that fleet of engines.
+
+The model counts the prompts that land during a request's decode as Poisson arrivals at the
+replica's share of the rate, which is exact for a replica alone. Behind a router that sends each
+request to the emptiest replica they come more regularly (a replica takes a second request only
+once no replica is emptier), so on Poisson arrivals of long prompts the fleet's p90 TPOT is
+lower than the model says: 22.8 ms against 33.8 at 0.1 requests/s per replica of 8, 22.8 against
+42.3 with short answers at 0.2/s per replica of 64. The error is on the safe side, and the
+learned speed absorbs it where the fleet runs. A router-aware form (an Erlang-4 arrival count
+and the chance that no replica is emptier) predicted these fleets within 10 %, but on the real,
+burstier traces it cost windows (bursty code 0.978 -> 0.891, 28 -> 25 workloads at >= 0.99 of 79):
+their arrivals are not that regular (``docs/policy-log.md``, stop 37). These tests hold the
+model to the safe side of the fleet and say by how much it errs. Every engine here is the same
+MI325X TP4 profile the model is given.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+from fleetslo.policy.fleetslo.perf_model import predict
+from fleetslo.policy.registry import make_policy
+from fleetslo.sim.compare import SimulateOptions, build_scenario, step_cost
+from fleetslo.sim.profile import builtin_profile
+from fleetslo.sim.scenario import run_policy
+from fleetslo.sim.workload import Trace
+
+from tests.unit.sim.sim_support import CHAT, LONG, Lengths, mix_of, poisson_requests
+
+PROFILE = builtin_profile("mi325x-qwen3-235b-fp8-tp4")
+COST = step_cost(PROFILE)
+#: Long prompts with the short answers of a retrieval or agent workload (Mooncake's shape).
+SHORT_ANSWERS: Lengths = (LONG[0], (2, 5, 9, 18, 31, 53, 86, 139, 234, 463))
+MIXES = {"long": LONG, "short answers": SHORT_ANSWERS, "chat": CHAT}
+
+
+def fleet_p90s(lengths: Lengths, replicas: int, rate: float) -> tuple[float, float]:
+    """The median over one-minute windows of the fleet's p90 TTFT and TPOT: ``replicas`` engines
+    behind the simulator's least-outstanding router, Poisson arrivals at ``rate`` per replica
+    for 25 minutes (the first five left out)."""
+    requests = poisson_requests(lengths, rate * replicas, int(rate * replicas * 1500), seed=3)
+    options = SimulateOptions(initial_replicas=replicas, min_replicas=replicas, max_replicas=replicas)
+    scenario = build_scenario(Trace(tuple(requests), "poisson"), "fleet", PROFILE, options)
+    result = run_policy(scenario, make_policy("static", scenario.spec, replicas=replicas), label="static")
+    windows = [w for w in result.windows if w.start_s >= 300 and w.p90_tpot_s and w.p90_ttft_s]
+    return statistics.median(w.p90_ttft_s for w in windows), statistics.median(w.p90_tpot_s for w in windows)
+
+
+@pytest.mark.parametrize(
+    ("mix", "replicas", "rate", "at_most"),
+    [
+        ("long", 1, 0.2, 1.1),  # a replica alone: engine 41.9 ms, the model 42.9
+        ("long", 8, 0.1, 1.6),  # 22.8 (the bare decode step), 33.8
+        ("long", 8, 0.2, 1.35),  # 34.6, 42.9
+        ("long", 32, 0.3, 1.4),  # 43.6, 56.7
+        ("short answers", 64, 0.2, 2.0),  # 22.8, 42.3
+        ("chat", 8, 4.0, 1.1),  # 39.4, 39.8: many decoding at once, the router changes little
+    ],
+)
+def test_for_a_routed_fleet_the_model_errs_on_the_safe_side(
+    mix: str, replicas: int, rate: float, at_most: float
+) -> None:
+    engine_ttft, engine_tpot = fleet_p90s(MIXES[mix], replicas, rate)
+    model = predict(COST, rate, mix_of(MIXES[mix]), None)
+    assert engine_tpot * 0.97 <= model.tpot_p90 <= engine_tpot * at_most
+    # p90 TTFT is mostly the p90 prompt's prefill here. The model's prefill queue is a replica's
+    # own (M/G/1); behind the router a prompt rarely waits for another's prefill, so at 0.3/s per
+    # replica the model says 3.57 s where the fleet shows 2.61 (with short answers 2.75 against
+    # 2.25: smaller decode batches leave the prefill chunks more of each step).
+    assert engine_ttft * 0.95 <= model.ttft_p90 <= engine_ttft * 1.4
