@@ -188,7 +188,7 @@ class AzureRow:
                 except BadRow:
                     return None
                 second_read, offset_read = second, offset
-            if len(fraction) == 6:
+            if len(fraction) == 6:  # both years' usual rows (2023's 7th digit is dropped): no scaling
                 append((float(base + int(fraction)), int(n_in), int(n_out)))
             else:
                 append((float(base + int(fraction or 0) * unit[len(fraction)]), int(n_in), int(n_out)))
