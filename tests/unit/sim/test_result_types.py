@@ -17,7 +17,11 @@ TPOT target is under the conservative prior's idle step: the fleet is now sized 
 held to 1.3x the idle step, 8 scale events instead of 5, request attainment 0.67 -> 0.78, mean
 replicas 6.9 -> 17.2; the JSON's shape unchanged), and a seventh time when a window replicas
 joined stopped teaching the model TTFT (the learned TTFT bias x1.23 -> x1.10 by the end, so the
-predicted p90 TTFT in the messages and decisions; the same events and windows). Only
+predicted p90 TTFT in the messages and decisions; the same events and windows), and an eighth
+time when the request mix was read off whole windows only (the decisions of the first window carry
+no prediction, having no mix; the first sizing reads 520 tokens per request, not 573, and asks 3
+replicas instead of 4: 10 scale events instead of 8, mean replicas 17.2 -> 18.6, request
+attainment 0.78 -> 0.72 on this 5-minute spike; the JSON's shape unchanged). Only
 ``wall_seconds`` varies between
 runs, so the golden file holds a marker there and the test checks it is present and a number.
 Rewrite it only for an intended change of the JSON or of the policy, and review the diff.

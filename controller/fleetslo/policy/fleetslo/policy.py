@@ -122,16 +122,16 @@ class FleetSLOPolicy:
         cfg = self.config
         first_seen = now if state.first_seen is None else state.first_seen
         arrival = signals.arrival_rate(obs, state.last_outstanding, now)
-        forecast = state.forecast
-        window_mix = signals.request_mix(obs)
+        forecast, calibration, whole = state.forecast, state.calibration, now - first_seen >= obs.window
+        # Only windows begun after the first data: earlier ones under-count the arrivals and divide a
+        # filling fleet's token counters by its few completions (drawn 65: 72,253 tokens a request).
+        window_mix = signals.request_mix(obs) if whole else None
         mix = state.mix if window_mix is None else window_mix if state.mix is None else state.mix.blend(
             window_mix, cfg.mix_smoothing
         )  # fmt: skip
-        calibration = state.calibration
-        if arrival is not None and mix is not None and now - first_seen >= obs.window:
+        if arrival is not None and mix is not None and whole:
             # The trend is of tokens arriving, not requests: a mix drifting to longer prompts is
-            # load growing as surely as more requests are. A window that began before the first
-            # data under-counts: it stays out of the trend.
+            # load growing as surely as more requests are.
             tokens = arrival * (window_mix or mix).tokens_per_request
             forecast = forecast.update(now, tokens, max(cfg.trend_window_s, self._memory(spec)))
             keep = round(LOAD_KEEP_HORIZONS * (spec.replicas.cold_start + cfg.interval) / cfg.interval)
