@@ -67,7 +67,8 @@ def test_the_reasoning_day_loses_no_window_to_a_lack_of_capacity() -> None:
     # oracle's need or above: the router's flood onto the newcomer. Or while the replicas the
     # first whole window ordered still start (its end, plus a cold start, plus their window).
     minute = windows[1].start_s - windows[0].start_s  # the judging window, and the rates' window
-    first_orders_serve = 2 * minute + scenario(REASONING).spec.replicas.cold_start
+    assert result.cold_start_s is not None  # run_policy records the scenario's
+    first_orders_serve = 2 * minute + result.cold_start_s
     assert windows[0].met is not False
     assert all(
         start < first_orders_serve or (
