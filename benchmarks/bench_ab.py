@@ -32,10 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fleetslo.policy.registry import make_policy
 from fleetslo.sim.compare import SimulateOptions, make_named_policy, parse_policy_options
-from fleetslo.sim.scenario import run_policy
+from fleetslo.sim.profile import builtin_profile
+from fleetslo.sim.scenario import make_spec, run_policy
 
-from benchmarks.bench_policy import flaps, scenario
+from benchmarks.bench_policy import PROFILE, flaps, scenario
 from benchmarks.drawn import drawn
 from benchmarks.fresh import FRESH
 from benchmarks.heldout import HELDOUT
@@ -81,6 +83,10 @@ def parse_configs(text: str) -> list[tuple[str, tuple[tuple[str, Any], ...]]]:
         configs.append((",".join(pairs) or "defaults", parse_policy_options(pairs)))
     if len(configs) < 2:
         raise SystemExit("AB_CONFIGS: at least two configurations, ';'-separated (the first may be empty)")
+    # Refused here, before the drawn workloads are sized and the workers forked, not in each worker.
+    spec = make_spec(builtin_profile(PROFILE))
+    for _, options in configs:
+        make_policy("fleetslo", spec, **dict(options))
     return configs
 
 

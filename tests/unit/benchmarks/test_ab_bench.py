@@ -29,6 +29,10 @@ def test_configurations_are_option_lists_and_the_first_empty_one_is_the_defaults
         parse_configs("headroom=0.35")
     with pytest.raises(ConfigError, match="KEY=VALUE"):
         parse_configs(";headroom")
+    with pytest.raises(ConfigError, match="unknown option"):  # before any workload is built
+        parse_configs(";headrom=0.35")
+    with pytest.raises(ConfigError, match=r"bad option value \(headroom must be in \[0, 1\)"):
+        parse_configs(";headroom=1.5")
 
 
 def test_sets_are_the_named_ones_or_a_range_of_drawn_seeds() -> None:
