@@ -4,10 +4,10 @@ What each entry of ``docs/policy-log.md`` measures. ``AB_CONFIGS`` lists the con
 separated by ``;``, each a ``,``-separated list of ``key=value`` options of ``FleetSLOConfig`` (as
 ``fleetslo simulate --policy-option`` takes them); the first is the reference, and an empty one
 is the defaults. ``AB_SETS`` names the workloads, comma-separated: ``suite``, ``heldout``,
-``probes``, ``fresh`` and ``drawnA-B`` (seeds A to B of ``drawn.py``); the default is the suite's
-quick subset. ``AB_CASES`` keeps the workloads whose name contains one of its comma-separated
-words, ``AB_WORKERS`` processes run at once (2), and ``AB_OUT=dir`` writes each configuration's
-rows there as JSON lines.
+``probes``, ``fresh`` (any set ``benchmarks policy`` names) and ``drawnA-B`` (seeds A to B of
+``drawn.py``); the default is the suite's quick subset. ``AB_CASES`` keeps the workloads whose
+name contains one of its comma-separated words, ``AB_WORKERS`` processes run at once (2), and
+``AB_OUT=dir`` writes each configuration's rows there as JSON lines.
 
 Per configuration and set: replica-hours, workloads at ≥ 0.99 window attainment, mean window
 attainment and flaps; then every workload that moved. Without ``AB_CONFIGS`` it measures the
@@ -37,12 +37,9 @@ from fleetslo.sim.compare import SimulateOptions, make_named_policy, parse_polic
 from fleetslo.sim.profile import builtin_profile
 from fleetslo.sim.scenario import make_spec, run_policy
 
-from benchmarks.bench_policy import PROFILE, flaps, scenario
+from benchmarks.bench_policy import PROFILE, SETS, choose, flaps, scenario
 from benchmarks.drawn import drawn
-from benchmarks.fresh import FRESH
-from benchmarks.heldout import HELDOUT
-from benchmarks.probes import PROBES
-from benchmarks.workloads import QUICK, WORKLOADS, Workload
+from benchmarks.workloads import Workload
 
 #: The goal the issue sets per window-attainment figure (``benchmarks policy`` judges the same).
 GOAL = 0.99
@@ -59,8 +56,7 @@ class Case:
 
 def parse_sets(text: str) -> list[tuple[str, list[Workload]]]:
     """``suite,drawn0-19`` into (set name, workloads); ``quick`` is the suite's quick subset."""
-    named = {"suite": WORKLOADS, "heldout": HELDOUT, "probes": PROBES, "fresh": FRESH,
-             "quick": tuple(w for w in WORKLOADS if w.name in QUICK)}  # fmt: skip
+    named = {**SETS, "quick": tuple(choose("suite", True, ""))}
     sets: list[tuple[str, list[Workload]]] = []
     for part in (p.strip() for p in text.split(",") if p.strip()):
         if part in named:

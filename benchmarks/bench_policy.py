@@ -316,10 +316,16 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+#: The fixed workload sets by name (``drawn`` is sized per seed, on demand).
+SETS: dict[str, tuple[Workload, ...]] = {
+    "suite": WORKLOADS, "heldout": HELDOUT, "all": WORKLOADS + HELDOUT, "variants": VARIANTS,
+    "probes": PROBES, "fresh": FRESH,
+}  # fmt: skip
+
+
 def choose(which: str, quick: bool, cases: str) -> list[Workload]:
     """The workloads to run: the suite (or its quick subset) or the held-out set, filtered by name."""
-    sets = {"suite": WORKLOADS, "heldout": HELDOUT, "all": WORKLOADS + HELDOUT, "variants": VARIANTS,
-            "probes": PROBES, "fresh": FRESH, "drawn": ()}  # fmt: skip
+    sets: dict[str, Sequence[Workload]] = {**SETS, "drawn": ()}
     if which not in sets:
         raise SystemExit(f"BENCH_POLICY_SET: one of {', '.join(sets)} (got {which!r})")
     words = [word.strip() for word in cases.split(",") if word.strip()]
