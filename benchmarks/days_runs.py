@@ -7,13 +7,21 @@ the work is cut where the policies allow it and every finished piece is kept:
   unit per day, each day from a warm fleet at the oracle's size for that day's first minutes (what
   a fleet carried over from the day before would be, near enough): days are independent, so they
   run in parallel and a run cut short still has whole days.
-* **fleetslo** runs days 8-14 as a chain of days in one process, as a controller restarted each
-  midnight would: each day starts with what the day before learned (``FleetSLOState.learned``,
-  the capacity model and request mix, resumed as the controller resumes them from the FleetSLO's
-  status) and its seasonal forecast bootstrapped from every earlier day, exactly as the controller
-  bootstraps it from Prometheus at start (per-minute token rate, the unit it observes live); the
-  fleet starts the day at the oracle's size. Day 8 starts from the prior with days 1-7 in the
-  forecast. Its chains are queued first.
+* **fleetslo** (and its two forecast variants) runs as the issue asks, *learning online from day
+  1*: one uninterrupted stream from the first day of the data to the last day reported, one fleet
+  and one controller throughout, nothing bootstrapped or reset; days 1-7 are simulated and learned
+  from (the capacity model, the margins, the seasonal forecast's week of history) but not reported.
+  It starts at the oracle's size for day 1's first minutes. Its rows land when the stream ends.
+* **fleetslo restarted nightly** is the same policy as a controller restarted each midnight: a
+  chain of the reported days in one process, each day starting with what the day before learned
+  (``FleetSLOState.learned``, the capacity model and request mix, resumed as the controller
+  resumes them from the FleetSLO's status) and its seasonal forecast bootstrapped from every
+  earlier day, exactly as the controller bootstraps it from Prometheus at start (per-minute token
+  rate, the unit it observes live); the fleet starts each day at the oracle's size. The quick run
+  (day 8 alone) runs every fleetslo variant this way: a controller started at day 8 with days 1-7
+  in its metrics store.
+
+fleetslo's units are queued first (the longest).
 
 Each finished day appends one JSON line to ``<out>.units.jsonl`` (policy, day, attainment,
 replica-hours, requests, wall seconds) as soon as it is done, so a table can be printed from
@@ -24,6 +32,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -43,8 +52,20 @@ from fleetslo.sim.workload import Request, Trace
 from benchmarks import days_stream
 
 BASELINES = ("hpa-util", "hpa-running", "keda-waiting", "llmd-slo")
-FLEETSLO_VARIANTS = ("fleetslo", "fleetslo seasonal band", "fleetslo seasonal off")
+FLEETSLO_VARIANTS = (
+    "fleetslo",
+    "fleetslo seasonal band",
+    "fleetslo seasonal off",
+    "fleetslo restarted nightly",
+)
+#: The variant that is always a chain of restarts (the others run online from ``Plan.online_from``).
+RESTARTED = "fleetslo restarted nightly"
 FRONTIERS = ("oracle", "no-foresight +10%")
+#: The reactive frontier swept: the need known as each minute ends, the last minute's alone, times
+#: 1 + headroom. Where the cheapest of these reaching an attainment costs more than a target, no
+#: policy without foresight reaches that target on this traffic (issue 19's bar, measured).
+FRONTIER_SWEEP = tuple(f"no-foresight +{h}% memory 1 min" for h in (0, 10, 20, 30))
+_NO_FORESIGHT = re.compile(r"no-foresight \+(\d+)%(?: memory (\d+) min)?")
 
 
 @dataclass(frozen=True)
@@ -56,12 +77,18 @@ class Plan:
     capacity: oracle.Capacity
     m: int
     days: tuple[int, ...]  # 0-based days to report (7..13 for days 8-14)
+    #: The day fleetslo's uninterrupted stream starts (0: learning online from day 1); ``None``:
+    #: every fleetslo variant runs as a chain of restarts over ``days`` (the quick run).
+    online_from: int | None = None
 
 
 @dataclass(frozen=True)
 class Unit:
     policy: str
-    days: tuple[int, ...]  # one day, or the fleetslo stream's days
+    days: tuple[int, ...]  # the days reported: one, or the fleetslo stream's
+    #: fleetslo online: the day its one uninterrupted stream starts (days before ``days`` are learned
+    #: from, not reported); ``None``: one day, or a chain of restarts over ``days``.
+    first: int | None = None
 
 
 def minute_counts(folder: Path, day: int) -> tuple[list[int], list[int], list[int]]:
@@ -127,16 +154,22 @@ class Foresight:
         return decision, self.last_state
 
 
+def forecast_mode(policy: str) -> str:
+    """How a fleetslo variant reads its seasonal forecast (``Foresight``'s modes)."""
+    return {"fleetslo seasonal band": "band", "fleetslo seasonal off": "off"}.get(policy, "point")
+
+
 def policy_for(plan: Plan, policy: str, day: int, need_: list[int], learned: dict[str, Any] | None) -> Any:
     spec = plan.scenario.spec
     if policy == "oracle":
         return OraclePolicy(oracle.schedule_for(need_, spec.replicas.cold_start + OraclePolicy.interval,
                                                 spec.replicas.min))  # fmt: skip
-    if policy == "no-foresight +10%":
+    if frontier := _NO_FORESIGHT.fullmatch(policy):
+        headroom, memory = int(frontier[1]) / 100, int(frontier[2] or 5)
         start = max(need_[:10])
-        return OraclePolicy(oracle.no_foresight_schedule(need_, 0.1, 5, start, spec.replicas.min))
+        return OraclePolicy(oracle.no_foresight_schedule(need_, headroom, memory, start, spec.replicas.min))
     if policy in FLEETSLO_VARIANTS:
-        mode = {"fleetslo": "point", "fleetslo seasonal band": "band"}.get(policy, "off")
+        mode = forecast_mode(policy)
         history = token_history(plan, day) if mode != "off" else []
         return Foresight(make_policy("fleetslo", spec), mode=mode, history=history, learned=learned)
     return make_policy(policy, spec)
@@ -160,8 +193,13 @@ def run_day(plan: Plan, policy: str, day: int, learned: dict[str, Any] | None) -
 
 
 def run_unit(plan: Plan, unit: Unit, out: Path) -> list[dict[str, Any]]:
-    """Simulate a unit's days in order, each day's row appended to ``out`` as soon as it is done;
-    a chain carries what each day learned into the next."""
+    """Simulate a unit, each reported day's row appended to ``out`` as soon as it is known: a day,
+    a chain of restarts carrying what each day learned into the next, or one online stream."""
+    if unit.first is not None:
+        rows = run_online(plan, unit.policy, unit.first, unit.days)
+        with out.open("a") as f:
+            f.writelines(json.dumps(row) + "\n" for row in rows)
+        return rows
     rows, learned = [], None
     for day in unit.days:
         row, runner = run_day(plan, unit.policy, day, learned)
@@ -173,9 +211,36 @@ def run_unit(plan: Plan, unit: Unit, out: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def run_online(plan: Plan, policy: str, first: int, days: Sequence[int]) -> list[dict[str, Any]]:
+    """One fleet and one controller from the start of day ``first`` to the end of the last of
+    ``days``, learning online throughout (no history bootstrapped, nothing resumed, no reset at
+    midnight); the rows of ``days``."""
+    started = time.perf_counter()
+    end = days[-1] + 1
+    need_ = need(plan, (first,))
+    scenario = replace(plan.scenario, initial_replicas=max(need_[:10]), trace=Trace(()))
+    mode = forecast_mode(policy)
+    runner = Foresight(make_policy("fleetslo", plan.scenario.spec), mode=mode, history=[], learned=None)
+    result = simulate_stream(days_stream.replay(plan.folder, first, end), runner, scenario.config())
+    wall = (time.perf_counter() - started) / (end - first)
+    rows = []
+    for day in days:
+        figures = result.day(day - first)
+        rows.append({
+            "policy": policy, "day": day + 1, "window_attainment": figures["window_attainment"],
+            "request_attainment": figures["request_attainment"], "requests": figures["requests"],
+            "replica_hours": figures["replica_hours"] * plan.m, "wall_s": wall, "online_from": first + 1,
+        })  # fmt: skip
+    return rows
+
+
 def units(plan: Plan, policies: Sequence[str]) -> list[Unit]:
     """fleetslo's streams first (the longest), then the one-day units, day by day."""
-    out = [Unit(p, plan.days) for p in policies if p in FLEETSLO_VARIANTS]
+
+    def first(policy: str) -> int | None:
+        return None if policy == RESTARTED else plan.online_from
+
+    out = [Unit(p, plan.days, first(p)) for p in policies if p in FLEETSLO_VARIANTS]
     out += [Unit(p, (d,)) for d in plan.days for p in policies if p not in FLEETSLO_VARIANTS]
     return out
 

@@ -117,3 +117,96 @@ def test_each_day_of_the_chain_starts_fleetslo_as_a_restarted_controller_does(mo
         assert state.forecast.seasonal is None
     else:
         assert state.forecast.seasonal is not None and state.forecast.seasonal.ready()
+
+
+def test_the_two_week_run_streams_fleetslo_from_day_one_and_chains_only_the_restarted_variant() -> None:
+    plan = days_runs.Plan(Path("."), None, None, 8, (7, 8), online_from=0)  # type: ignore[arg-type]
+    units = days_runs.units(plan, ["fleetslo", "fleetslo seasonal off", days_runs.RESTARTED, "oracle"])
+    assert units == [
+        days_runs.Unit("fleetslo", (7, 8), first=0),
+        days_runs.Unit("fleetslo seasonal off", (7, 8), first=0),
+        days_runs.Unit(days_runs.RESTARTED, (7, 8)),
+        days_runs.Unit("oracle", (7,)),
+        days_runs.Unit("oracle", (8,)),
+    ]
+
+
+class _Static:
+    """Stands in for ``days_runs.Foresight``: the days' plumbing under a fixed fleet of 2 (a
+    fleetslo day is 5,760 decisions; these tests check which days run and how they are reported)."""
+
+    def __init__(self, inner: object, *, mode: str, history: object, learned: object) -> None:
+        from fleetslo.policy.baselines import StaticPolicy
+
+        self.policy = StaticPolicy(2)
+        self.name, self.interval, self.last_state = "static", self.policy.interval, None
+
+    def initial_state(self, spec: object) -> object:
+        return self.policy.initial_state(spec)  # type: ignore[arg-type]
+
+    def decide(self, obs: object, state: object, spec: object, now: float) -> object:
+        return self.policy.decide(obs, state, spec, now)  # type: ignore[arg-type]
+
+
+def test_an_online_unit_is_one_fleet_from_its_first_day_and_reports_only_the_days_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Day 1 is simulated, not reported; day 2's row is that same stream's second day: its requests
+    the cache's, its replica-hours a whole day of the fleet scaled back by m (no reset at midnight)."""
+    from fleetslo.sim import oracle
+    from fleetslo.sim.profile import builtin_profile
+    from fleetslo.sim.sampled import sampled_spec
+    from fleetslo.sim.scenario import Scenario, make_spec
+    from fleetslo.sim.workload import Trace
+
+    monkeypatch.setattr(days_runs, "Foresight", _Static)
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    rows = [f"{k * 600},{0.05 if (k % 144) < 72 else 0.15},1.0,Gamma,1.0,1.0" for k in range(288)]
+    (data_dir / "chunk-0-trace.csv").write_text("\n".join(rows) + "\n")
+    data, tokens, cache, m = load_servegen(data_dir), fixed_tokens(200, 20), tmp_path / "cache", 2
+    for day in (0, 1):
+        days_stream.ensure_day(data, cache, day, rate_scale=1.0, m=m, fallback=tokens)
+    profile = builtin_profile("mi325x-qwen3-235b-fp8-tp4")
+    spec = sampled_spec(make_spec(profile, min_replicas=2, max_replicas=8, cold_start_s=300.0), m)
+    plan = days_runs.Plan(
+        cache, Scenario(Trace(()), "tiny", profile, spec, initial_replicas=1),
+        oracle.Capacity(2.0, 4000.0, 400.0, 4), m, (1,), online_from=0,
+    )  # fmt: skip
+    out = tmp_path / "units.jsonl"
+    (row,) = days_runs.run_unit(plan, days_runs.Unit("fleetslo", (1,), first=0), out)
+    assert days_runs.read_rows(out) == [row]
+    assert row["day"] == 2 and row["online_from"] == 1
+    assert row["requests"] == sum(days_runs.minute_counts(cache, 1)[0])
+    assert row["window_attainment"] == 1.0
+    # a whole day of 2 replicas (the stream ends with the day's last request, a minute or so early)
+    assert row["replica_hours"] == pytest.approx(2 * 24 * m, rel=1e-3)
+    # the restarted variant is a chain of the reported days: the same day, started on its own
+    (chained,) = days_runs.run_unit(plan, days_runs.Unit(days_runs.RESTARTED, (1,)), out)
+    assert chained["requests"] == row["requests"] and "online_from" not in chained
+    assert len(days_runs.read_rows(out)) == 2
+
+
+@pytest.mark.parametrize(
+    ("name", "headroom", "memory"),
+    [
+        ("no-foresight +10%", 0.1, 5),
+        ("no-foresight +0% memory 1 min", 0.0, 1),
+        ("no-foresight +30% memory 1 min", 0.3, 1),
+    ],
+)
+def test_each_frontier_column_replays_its_own_reactive_schedule(
+    name: str, headroom: float, memory: int
+) -> None:
+    from fleetslo.sim import oracle
+    from fleetslo.sim.profile import builtin_profile
+    from fleetslo.sim.scenario import Scenario, make_spec
+    from fleetslo.sim.workload import Trace
+
+    spec = make_spec(builtin_profile("mi325x-qwen3-235b-fp8-tp4"), min_replicas=2, max_replicas=20)
+    scenario = Scenario(Trace(()), "t", profile=None, spec=spec, initial_replicas=1)  # type: ignore[arg-type]
+    plan = days_runs.Plan(Path("."), scenario, None, 8, (7,))  # type: ignore[arg-type]
+    need = [3, 3, 9, 4, 4, 12, 2, 2, 2, 2, 5, 5]
+    policy = days_runs.policy_for(plan, name, 7, need, None)
+    assert policy.schedule == oracle.no_foresight_schedule(need, headroom, memory, 12, 2)
+    assert name == "no-foresight +10%" or name in days_runs.FRONTIER_SWEEP
