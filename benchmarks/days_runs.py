@@ -44,7 +44,7 @@ from fleetslo.policy.base import Carried, LoadSample
 from fleetslo.policy.oracle import OraclePolicy
 from fleetslo.policy.registry import make_policy
 from fleetslo.sim import oracle
-from fleetslo.sim.longrun import DAY_S, simulate_stream
+from fleetslo.sim.longrun import DAY_S, StreamResult, simulate_stream
 from fleetslo.sim.result import JUDGE_WINDOW_S
 from fleetslo.sim.scenario import Scenario
 from fleetslo.sim.workload import Request, Trace
@@ -154,11 +154,6 @@ class Foresight:
         return decision, self.last_state
 
 
-def forecast_mode(policy: str) -> str:
-    """How a fleetslo variant reads its seasonal forecast (``Foresight``'s modes)."""
-    return {"fleetslo seasonal band": "band", "fleetslo seasonal off": "off"}.get(policy, "point")
-
-
 def policy_for(plan: Plan, policy: str, day: int, need_: list[int], learned: dict[str, Any] | None) -> Any:
     spec = plan.scenario.spec
     if policy == "oracle":
@@ -169,7 +164,7 @@ def policy_for(plan: Plan, policy: str, day: int, need_: list[int], learned: dic
         start = max(need_[:10])
         return OraclePolicy(oracle.no_foresight_schedule(need_, headroom, memory, start, spec.replicas.min))
     if policy in FLEETSLO_VARIANTS:
-        mode = forecast_mode(policy)
+        mode = {"fleetslo seasonal band": "band", "fleetslo seasonal off": "off"}.get(policy, "point")
         history = token_history(plan, day) if mode != "off" else []
         return Foresight(make_policy("fleetslo", spec), mode=mode, history=history, learned=learned)
     return make_policy(policy, spec)
@@ -178,18 +173,8 @@ def policy_for(plan: Plan, policy: str, day: int, need_: list[int], learned: dic
 def run_day(plan: Plan, policy: str, day: int, learned: dict[str, Any] | None) -> tuple[dict[str, Any], Any]:
     """Simulate one day of ``policy``: its row and the policy object (whose state a chain carries)."""
     started = time.perf_counter()
-    need_ = need(plan, (day,))
-    scenario = replace(plan.scenario, initial_replicas=max(need_[:10]), trace=Trace(()))
-    stream: Iterator[Request] = days_stream.replay(plan.folder, day, day + 1)
-    runner = policy_for(plan, policy, day, need_, learned)
-    result = simulate_stream(stream, runner, scenario.config())
-    figures = result.day(0)
-    row = {
-        "policy": policy, "day": day + 1, "window_attainment": figures["window_attainment"],
-        "request_attainment": figures["request_attainment"], "requests": figures["requests"],
-        "replica_hours": figures["replica_hours"] * plan.m, "wall_s": time.perf_counter() - started,
-    }  # fmt: skip
-    return row, runner
+    result, runner = _replay(plan, policy, day, day + 1, learned)
+    return _row(plan, policy, day, result.day(0), time.perf_counter() - started), runner
 
 
 def run_unit(plan: Plan, unit: Unit, out: Path) -> list[dict[str, Any]]:
@@ -213,25 +198,36 @@ def run_unit(plan: Plan, unit: Unit, out: Path) -> list[dict[str, Any]]:
 
 def run_online(plan: Plan, policy: str, first: int, days: Sequence[int]) -> list[dict[str, Any]]:
     """One fleet and one controller from the start of day ``first`` to the end of the last of
-    ``days``, learning online throughout (no history bootstrapped, nothing resumed, no reset at
-    midnight); the rows of ``days``."""
+    ``days``, learning online throughout (nothing resumed, no reset at midnight; from day 1 no
+    history to bootstrap either); the rows of ``days``."""
     started = time.perf_counter()
     end = days[-1] + 1
+    result, _ = _replay(plan, policy, first, end, None)
+    wall = (time.perf_counter() - started) / (end - first)
+    rows = [_row(plan, policy, day, result.day(day - first), wall) for day in days]
+    return [{**row, "online_from": first + 1} for row in rows]
+
+
+def _replay(
+    plan: Plan, policy: str, first: int, end: int, learned: dict[str, Any] | None
+) -> tuple[StreamResult, Any]:
+    """Days ``[first, end)`` under ``policy`` as a controller started at day ``first`` (resuming
+    ``learned``), from a warm fleet at the oracle's size for its first minutes; the result and the
+    policy object."""
     need_ = need(plan, (first,))
     scenario = replace(plan.scenario, initial_replicas=max(need_[:10]), trace=Trace(()))
-    mode = forecast_mode(policy)
-    runner = Foresight(make_policy("fleetslo", plan.scenario.spec), mode=mode, history=[], learned=None)
-    result = simulate_stream(days_stream.replay(plan.folder, first, end), runner, scenario.config())
-    wall = (time.perf_counter() - started) / (end - first)
-    rows = []
-    for day in days:
-        figures = result.day(day - first)
-        rows.append({
-            "policy": policy, "day": day + 1, "window_attainment": figures["window_attainment"],
-            "request_attainment": figures["request_attainment"], "requests": figures["requests"],
-            "replica_hours": figures["replica_hours"] * plan.m, "wall_s": wall, "online_from": first + 1,
-        })  # fmt: skip
-    return rows
+    stream: Iterator[Request] = days_stream.replay(plan.folder, first, end)
+    runner = policy_for(plan, policy, first, need_, learned)
+    return simulate_stream(stream, runner, scenario.config()), runner
+
+
+def _row(plan: Plan, policy: str, day: int, figures: dict[str, Any], wall: float) -> dict[str, Any]:
+    """One reported day (0-based ``day``): ``StreamResult.day``'s figures, replica-hours scaled by m."""
+    return {
+        "policy": policy, "day": day + 1, "window_attainment": figures["window_attainment"],
+        "request_attainment": figures["request_attainment"], "requests": figures["requests"],
+        "replica_hours": figures["replica_hours"] * plan.m, "wall_s": wall,
+    }  # fmt: skip
 
 
 def units(plan: Plan, policies: Sequence[str]) -> list[Unit]:
