@@ -20,13 +20,15 @@ length distributions) rate-scaled so its busiest 10 minutes need 60 replicas of
   day, with the seasonal forecast's error one cold start ahead on the simulated stream (one-minute
   rates) beside persistence's.
 
-Fleets are simulated with representative replicas (``fleetslo.sim.sampled``, one in ``DAYS_SAMPLE``,
-default 8): a fleet of 60 runs as 8. Replica-hours are scaled back; ``benchmarks sim`` measures
-what that costs in accuracy. Arrivals are generated once per day and cached (``days_stream``,
-``DAYS_CACHE``). ``DAYS_POLICIES=fleetslo,oracle`` runs only the policies named (comma-separated,
-as printed); ``DAYS_WORKERS`` (2) processes run at once; results go to ``DAYS_OUT`` (the temp
-folder) as ``fleetslo-days-<run>-1in<m>.json`` and, day by day, ``.units.jsonl``;
-``DAYS_RUN=table`` prints the two-week table from whatever days have finished.
+Every policy is made as ``fleetslo simulate`` makes it: the FleetSLO names its engine profile, so
+fleetslo's model starts from the profile's step costs. Fleets are simulated with representative
+replicas (``fleetslo.sim.sampled``, one in ``DAYS_SAMPLE``, default 8): a fleet of 60 runs as 8.
+Replica-hours are scaled back; ``benchmarks sim`` measures what that costs in accuracy. Arrivals are
+generated once per day and cached (``days_stream``, ``DAYS_CACHE``).
+``DAYS_POLICIES=fleetslo,oracle`` runs only the policies named (comma-separated, as printed);
+``DAYS_WORKERS`` (2) processes run at once; results go to ``DAYS_OUT`` (the temp folder) as
+``fleetslo-days-<run>-1in<m>.json`` and, day by day, ``.units.jsonl``; ``DAYS_RUN=table`` prints the
+two-week table from whatever days have finished.
 """
 
 from __future__ import annotations
@@ -41,7 +43,6 @@ from pathlib import Path
 from typing import Any
 
 from fleetslo.policy.forecast import KnownEvent, SeasonalForecast, mape_by_day
-from fleetslo.policy.registry import make_policy
 from fleetslo.sim import oracle
 from fleetslo.sim.longrun import DAY_S, simulate_stream
 from fleetslo.sim.profile import builtin_profile
@@ -273,10 +274,11 @@ def launch() -> dict[str, Any]:
             if r.arrival_s >= start:
                 yield replace(r, arrival_s=r.arrival_s - start)
 
+    scenario = Scenario(Trace(()), "launch", profile, spec, initial_replicas=4)
     variants = {
-        "told of the launch": _Told(make_policy("fleetslo", spec), history, event),
-        "seasonal, not told": _Foresight(make_policy("fleetslo", spec), history=history),
-        "seasonal off": _Foresight(make_policy("fleetslo", spec), off=True),
+        "told of the launch": _Told(days_runs.named(scenario, "fleetslo"), history, event),
+        "seasonal, not told": _Foresight(days_runs.named(scenario, "fleetslo"), history=history),
+        "seasonal off": _Foresight(days_runs.named(scenario, "fleetslo"), off=True),
     }
     print("\nknown event: a x2.5 launch at 18:00 (synthetic day curve, exact fleet)")
     out = {}

@@ -42,8 +42,8 @@ from typing import Any
 
 from fleetslo.policy.base import Carried, LoadSample
 from fleetslo.policy.oracle import OraclePolicy
-from fleetslo.policy.registry import make_policy
 from fleetslo.sim import oracle
+from fleetslo.sim.compare import SimulateOptions, make_named_policy
 from fleetslo.sim.longrun import DAY_S, StreamResult, simulate_stream
 from fleetslo.sim.result import JUDGE_WINDOW_S
 from fleetslo.sim.scenario import Scenario
@@ -166,8 +166,15 @@ def policy_for(plan: Plan, policy: str, day: int, need_: list[int], learned: dic
     if policy in FLEETSLO_VARIANTS:
         mode = {"fleetslo seasonal band": "band", "fleetslo seasonal off": "off"}.get(policy, "point")
         history = token_history(plan, day) if mode != "off" else []
-        return Foresight(make_policy("fleetslo", spec), mode=mode, history=history, learned=learned)
-    return make_policy(policy, spec)
+        return Foresight(named(plan.scenario, "fleetslo"), mode=mode, history=history, learned=learned)
+    return named(plan.scenario, policy)
+
+
+def named(scenario: Scenario, policy: str) -> Any:
+    """``policy`` as ``fleetslo simulate`` and the suite make it: the simulated FleetSLO names its
+    engine profile, so fleetslo's model starts from the profile's step costs, not the conservative
+    prior (until stop 42 the two-week run left it out, and fleetslo learned the engine from the prior)."""
+    return make_named_policy(policy, scenario, SimulateOptions(policies=(policy,)))
 
 
 def run_day(plan: Plan, policy: str, day: int, learned: dict[str, Any] | None) -> tuple[dict[str, Any], Any]:

@@ -210,3 +210,26 @@ def test_each_frontier_column_replays_its_own_reactive_schedule(
     policy = days_runs.policy_for(plan, name, 7, need, None)
     assert policy.schedule == oracle.no_foresight_schedule(need, headroom, memory, 12, 2)
     assert name == "no-foresight +10%" or name in days_runs.FRONTIER_SWEEP
+
+
+@pytest.mark.parametrize("name", [*days_runs.FLEETSLO_VARIANTS, "hpa-running"])
+def test_every_policy_of_the_two_weeks_is_made_as_the_suite_makes_it(name: str) -> None:
+    """The simulated FleetSLO names its engine profile: fleetslo's model starts from the profile's
+    step costs (the two-week run once left it on the conservative prior), the baselines get the
+    engine's max_num_seqs, exactly as ``fleetslo simulate`` and ``benchmarks policy`` build them."""
+    from fleetslo.policy.fleetslo.physics import CONSERVATIVE_PRIOR
+    from fleetslo.sim.compare import step_cost
+    from fleetslo.sim.profile import builtin_profile
+    from fleetslo.sim.scenario import Scenario, make_spec
+    from fleetslo.sim.workload import Trace
+
+    profile = builtin_profile("mi325x-qwen3-235b-fp8-tp4")
+    spec = make_spec(profile, min_replicas=2, max_replicas=20)
+    plan = days_runs.Plan(Path("."), Scenario(Trace(()), "t", profile, spec, 1), None, 8, (7,))  # type: ignore[arg-type]
+    policy = days_runs.policy_for(plan, name, 0, [3] * 10, None)
+    if name == "hpa-running":
+        assert policy.max_num_seqs == profile.max_num_seqs
+        return
+    assert policy.inner.config.step_cost == step_cost(profile)
+    state = policy.inner.initial_state(spec)
+    assert state.model.prior is not CONSERVATIVE_PRIOR
