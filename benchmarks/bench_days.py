@@ -183,6 +183,21 @@ def print_table(
         print(f"{d + 1} | " + " | ".join(cells) + f" | {_fmt(e.get('seasonal'), 1)} / "
               f"{_fmt(e.get('persistence'), 1)} | {_fmt(e.get('above_band'), 3)}")  # fmt: skip
         table.append(row)
+    days = [d + 1 for d in plan.days]
+    total = days_runs.totals(rows, policies, days)
+    cells = []
+    for name in policies:
+        t = total.get(name)
+        ratio = "" if t is None or t["vs_oracle"] is None else f" ({t['vs_oracle']:.2f}x)"
+        cells.append(
+            "-" if t is None else f"{_fmt(t['window_attainment'], 3)} / {t['replica_hours']:.0f}{ratio}"
+        )
+    print(
+        f"{days[0]}-{days[-1]} | "
+        + " | ".join(cells)
+        + " | (mean of the days' attainment; replica-hours summed)"
+    )
+    table.append({"days": days, **total})
     return table
 
 

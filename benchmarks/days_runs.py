@@ -267,6 +267,27 @@ def run_all(
     return done_rows
 
 
+def totals(rows: Sequence[dict[str, Any]], policies: Sequence[str], days: Sequence[int]) -> dict[str, Any]:
+    """Each policy's figures over ``days`` (1-based), where every one of them has a row: the mean of
+    the days' window attainments (each day has its 1,440 minutes less the data's gaps), replica-hours
+    summed, and their ratio to the oracle's where the oracle ran every day too."""
+    by = {(r["policy"], r["day"]): r for r in rows}
+    out: dict[str, Any] = {}
+    for name in policies:
+        mine = [by.get((name, d)) for d in days]
+        if not days or any(r is None for r in mine):
+            continue
+        judged = [r["window_attainment"] for r in mine if r and r["window_attainment"] is not None]
+        out[name] = {
+            "window_attainment": sum(judged) / len(judged) if judged else None,
+            "replica_hours": sum(r["replica_hours"] for r in mine if r),
+        }
+    oracle_hours = out.get("oracle", {}).get("replica_hours")
+    for figures in out.values():
+        figures["vs_oracle"] = figures["replica_hours"] / oracle_hours if oracle_hours else None
+    return out
+
+
 def read_rows(out: Path) -> list[dict[str, Any]]:
     """The rows finished so far (a run cut short, or one still going)."""
     if not out.exists():

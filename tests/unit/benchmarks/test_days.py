@@ -233,3 +233,24 @@ def test_every_policy_of_the_two_weeks_is_made_as_the_suite_makes_it(name: str) 
     assert policy.inner.config.step_cost == step_cost(profile)
     state = policy.inner.initial_state(spec)
     assert state.model.prior is not CONSERVATIVE_PRIOR
+
+
+def test_the_two_week_row_sums_replica_hours_and_reads_them_against_the_oracle() -> None:
+    """Only a policy with every day counts; attainment is the days' mean, never a day missing as 0."""
+    rows = [
+        {"policy": "oracle", "day": 8, "window_attainment": 1.0, "replica_hours": 100.0},
+        {"policy": "oracle", "day": 9, "window_attainment": 0.96, "replica_hours": 300.0},
+        {"policy": "fleetslo", "day": 8, "window_attainment": 0.99, "replica_hours": 120.0},
+        {"policy": "fleetslo", "day": 9, "window_attainment": 0.97, "replica_hours": 360.0},
+        {"policy": "hpa-util", "day": 8, "window_attainment": 1.0, "replica_hours": 900.0},
+        {"policy": "llmd-slo", "day": 8, "window_attainment": None, "replica_hours": 10.0},
+        {"policy": "llmd-slo", "day": 9, "window_attainment": 0.5, "replica_hours": 10.0},
+    ]
+    total = days_runs.totals(rows, ["fleetslo", "oracle", "hpa-util", "llmd-slo"], [8, 9])
+    assert set(total) == {"fleetslo", "oracle", "llmd-slo"}  # hpa-util ran one day of two
+    assert total["fleetslo"]["window_attainment"] == pytest.approx(0.98)
+    assert total["fleetslo"]["replica_hours"] == 480.0
+    assert total["fleetslo"]["vs_oracle"] == pytest.approx(1.2)
+    assert total["oracle"]["vs_oracle"] == pytest.approx(1.0)
+    assert total["llmd-slo"]["window_attainment"] == 0.5  # a day with nothing judged is left out
+    assert days_runs.totals(rows, ["fleetslo"], [8, 9])["fleetslo"]["vs_oracle"] is None
