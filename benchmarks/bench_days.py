@@ -152,9 +152,9 @@ def report(
     else:
         errors = {int(k): v for k, v in json.loads(errors_file.read_text()).items()}
     rows = days_runs.read_rows(units_file)
-    table = print_table(label, plan, policies, rows, errors)
+    table, total = print_table(label, plan, policies, rows, errors)
     print(f"({time.perf_counter() - started:.0f} s)")
-    result = {"label": label, "m": plan.m, "rows": table, "forecast": errors}
+    result = {"label": label, "m": plan.m, "rows": table, "total": total, "forecast": errors}
     out.write_text(json.dumps(result, indent=1))
     return result
 
@@ -162,7 +162,8 @@ def report(
 def print_table(
     label: str, plan: days_runs.Plan, policies: list[str], rows: list[dict[str, Any]],
     errors: dict[int, dict[str, Any]],
-) -> list[dict[str, Any]]:  # fmt: skip
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:  # fmt: skip
+    """The per-day table and, over several days, the benchmark's row for all of them (``totals``)."""
     by = {(r["policy"], r["day"]): r for r in rows}
     print(
         f"\n{label}: one replica in {plan.m} simulated, capacity {plan.capacity.requests_per_s:.2f} req/s "
@@ -185,20 +186,16 @@ def print_table(
         table.append(row)
     days = [d + 1 for d in plan.days]
     total = days_runs.totals(rows, policies, days)
-    cells = []
-    for name in policies:
-        t = total.get(name)
-        ratio = "" if t is None or t["vs_oracle"] is None else f" ({t['vs_oracle']:.2f}x)"
-        cells.append(
-            "-" if t is None else f"{_fmt(t['window_attainment'], 3)} / {t['replica_hours']:.0f}{ratio}"
-        )
-    print(
-        f"{days[0]}-{days[-1]} | "
-        + " | ".join(cells)
-        + " | (mean of the days' attainment; replica-hours summed)"
-    )
-    table.append({"days": days, **total})
-    return table
+    if len(days) > 1:
+        cells = []
+        for name in policies:
+            t = total.get(name)
+            ratio = "" if t is None or t["vs_oracle"] is None else f" ({t['vs_oracle']:.2f}x)"
+            figures = "-" if t is None else f"{_fmt(t['window_attainment'], 3)} / {t['replica_hours']:.0f}"
+            cells.append(figures + ratio)
+        note = "(mean of the days' attainment; replica-hours summed)"
+        print(f"{days[0]}-{days[-1]} | " + " | ".join(cells) + f" | {note}")
+    return table, total
 
 
 def _fmt(value: float | None, digits: int) -> str:
