@@ -173,7 +173,7 @@ def policy_for(plan: Plan, policy: str, day: int, need_: list[int], learned: dic
 def named(scenario: Scenario, policy: str) -> Any:
     """``policy`` as ``fleetslo simulate`` and the suite make it: the simulated FleetSLO names its
     engine profile, so fleetslo's model starts from the profile's step costs, not the conservative
-    prior (until stop 42 the two-week run left it out, and fleetslo learned the engine from the prior)."""
+    prior, and the baselines get the engine's ``max_num_seqs``."""
     return make_named_policy(policy, scenario, SimulateOptions(policies=(policy,)))
 
 
@@ -274,13 +274,13 @@ def totals(rows: Sequence[dict[str, Any]], policies: Sequence[str], days: Sequen
     by = {(r["policy"], r["day"]): r for r in rows}
     out: dict[str, Any] = {}
     for name in policies:
-        mine = [by.get((name, d)) for d in days]
-        if not days or any(r is None for r in mine):
+        if not days or any((name, d) not in by for d in days):
             continue
-        judged = [r["window_attainment"] for r in mine if r and r["window_attainment"] is not None]
+        mine = [by[(name, d)] for d in days]
+        judged = [r["window_attainment"] for r in mine if r["window_attainment"] is not None]
         out[name] = {
             "window_attainment": sum(judged) / len(judged) if judged else None,
-            "replica_hours": sum(r["replica_hours"] for r in mine if r),
+            "replica_hours": sum(r["replica_hours"] for r in mine),
         }
     oracle_hours = out.get("oracle", {}).get("replica_hours")
     for figures in out.values():
