@@ -41,10 +41,12 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from fleetslo.policy.forecast import KnownEvent, SeasonalForecast, mape_by_day
+from fleetslo.core.spec import Forecast, ForecastEvent
+from fleetslo.policy.forecast import SeasonalForecast, mape_by_day
 from fleetslo.sim import oracle
 from fleetslo.sim.longrun import DAY_S, simulate_stream
 from fleetslo.sim.profile import builtin_profile
@@ -234,70 +236,43 @@ def full(plan: days_runs.Plan, out: Path, *, run: bool = True) -> dict[str, Any]
     return report(FULL_LABEL, plan, _policies(), out, run=run)
 
 
-class _Foresight:
-    """Wraps a policy: its state's seasonal forecast is off, or bootstrapped from history."""
-
-    def __init__(
-        self, inner: Any, *, off: bool = False, history: list[tuple[float, float]] | None = None
-    ) -> None:
-        self.inner, self.off, self.history = inner, off, history or []
-        self.name, self.interval = inner.name, inner.interval
-
-    def initial_state(self, spec: Any) -> Any:
-        state = self.inner.initial_state(spec)
-        forecast = getattr(state, "forecast", None)
-        if forecast is None or not hasattr(forecast, "seasonal"):
-            return state  # a policy without a seasonal forecast: nothing to switch
-        if self.off:
-            return replace(state, forecast=replace(forecast, seasonal=None))
-        return replace(state, forecast=forecast.bootstrapped(self.history)) if self.history else state
-
-    def decide(self, obs: Any, state: Any, spec: Any, now: float) -> Any:
-        return self.inner.decide(obs, state, spec, now)
-
-
-class _Told(_Foresight):
-    """The seasonal forecast bootstrapped and told of a known event."""
-
-    def __init__(self, inner: Any, history: list[tuple[float, float]], event: KnownEvent) -> None:
-        super().__init__(inner, history=history)
-        self.event = event
-
-    def initial_state(self, spec: Any) -> Any:
-        state = super().initial_state(spec)
-        forecast = getattr(state, "forecast", None)
-        if forecast is None or getattr(forecast, "seasonal", None) is None:
-            return state
-        return replace(
-            state, forecast=replace(forecast, seasonal=forecast.seasonal.with_events([self.event]))
-        )
-
-
 def launch() -> dict[str, Any]:
-    """A launch at 18:00 of day 2 (x2.5 for an hour) on a synthetic day curve: told, seasonal only, off."""
+    """A launch at 18:00 of day 2 (x2.5 for an hour) on a synthetic day curve: told, seasonal only, off.
+
+    Each controller starts 90 minutes before the launch with the day and a half before in its
+    metrics store (``days_runs.Foresight``: the Prometheus bootstrap, nothing learned carried);
+    "told" is told as an operator tells it, in the FleetSLO's ``forecast.events``."""
     profile = builtin_profile(PROFILE)
     spec = make_spec(profile, min_replicas=2, max_replicas=MAX_REPLICAS, cold_start_s=COLD_START_S)
     at = DAY_S + 18 * 3600.0
     curve = MultiDayCurve(12.0, amplitude=0.3, surges=(Surge(at, 3600.0, 2.5),))
     start, end = at - 5400.0, at + 3600.0
     history = [(t - start, curve.rate(t)) for t in (k * 60.0 for k in range(int(start / 60)))]
-    event = KnownEvent(at - start, at - start + 3600.0, 2.5)
+    # The simulation's clock starts at ``start``: the event is written at that offset.
+    launch_at = datetime.fromtimestamp(at - start, UTC).isoformat().replace("+00:00", "Z")
+    told = spec.model_copy(update={"forecast": Forecast(events=(
+        ForecastEvent(name="launch", start=launch_at, duration=3600.0, rate_factor=2.5),
+    ))})  # fmt: skip
 
     def requests() -> Iterator[Request]:
         for r in multiday_arrivals(curve, end, FALLBACK_TOKENS, seed=3):
             if r.arrival_s >= start:
                 yield replace(r, arrival_s=r.arrival_s - start)
 
-    scenario = Scenario(Trace(()), "launch", profile, spec, initial_replicas=4)
+    def controller(mode: str, spec: Any) -> tuple[days_runs.Foresight, Any]:
+        scenario = Scenario(Trace(()), "launch", profile, spec, initial_replicas=4)
+        policy = days_runs.named(scenario, "fleetslo")
+        return days_runs.Foresight(policy, mode=mode, history=history, learned=None), spec
+
     variants = {
-        "told of the launch": _Told(days_runs.named(scenario, "fleetslo"), history, event),
-        "seasonal, not told": _Foresight(days_runs.named(scenario, "fleetslo"), history=history),
-        "seasonal off": _Foresight(days_runs.named(scenario, "fleetslo"), off=True),
+        "told of the launch": controller("point", told),
+        "seasonal, not told": controller("point", spec),
+        "seasonal off": controller("off", spec),
     }
     print("\nknown event: a x2.5 launch at 18:00 (synthetic day curve, exact fleet)")
     out = {}
-    for name, policy in variants.items():
-        result = simulate_stream(requests(), policy, SimConfig(spec, profile, 4))
+    for name, (policy, spec_) in variants.items():
+        result = simulate_stream(requests(), policy, SimConfig(spec_, profile, 4))
         first = [w for w in result.windows if at - start <= w.start_s < at - start + 900]
         met = sum(1 for w in first if w.met) / max(1, len(first))
         out[name] = {"attainment": result.window_attainment(), "first_15_min": met,
