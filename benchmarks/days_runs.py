@@ -61,10 +61,15 @@ FLEETSLO_VARIANTS = (
 #: The variant that is always a chain of restarts (the others run online from ``Plan.online_from``).
 RESTARTED = "fleetslo restarted nightly"
 FRONTIERS = ("oracle", "no-foresight +10%")
-#: The reactive frontier swept: the need known as each minute ends, the last minute's alone, times
-#: 1 + headroom. Where the cheapest of these reaching an attainment costs more than a target, no
-#: policy without foresight reaches that target on this traffic (issue 19's bar, measured).
-FRONTIER_SWEEP = tuple(f"no-foresight +{h}% memory 1 min" for h in (0, 10, 20, 30))
+#: The reactive frontier swept: the need known as each minute ends, the last minute's alone or the
+#: largest of the last five (the frontier's own memory; +10 % is ``FRONTIERS``'), times 1 + headroom.
+#: Where the cheapest of these reaching an attainment costs more than a target, no policy without
+#: foresight reaches that target on this traffic (issue 19's bar, measured), and fleetslo's cost is
+#: read against the frontier's at fleetslo's own attainment.
+FRONTIER_SWEEP = (
+    *(f"no-foresight +{h}% memory 1 min" for h in (0, 10, 20, 30)),
+    *(f"no-foresight +{h}% memory 5 min" for h in (20, 30)),
+)
 _NO_FORESIGHT = re.compile(r"no-foresight \+(\d+)%(?: memory (\d+) min)?")
 
 

@@ -193,6 +193,7 @@ def test_an_online_unit_is_one_fleet_from_its_first_day_and_reports_only_the_day
         ("no-foresight +10%", 0.1, 5),
         ("no-foresight +0% memory 1 min", 0.0, 1),
         ("no-foresight +30% memory 1 min", 0.3, 1),
+        ("no-foresight +30% memory 5 min", 0.3, 5),
     ],
 )
 def test_each_frontier_column_replays_its_own_reactive_schedule(
