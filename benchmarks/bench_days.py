@@ -37,6 +37,8 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import statistics
 import tempfile
 import time
 from collections.abc import Iterator
@@ -236,6 +238,15 @@ def full(plan: days_runs.Plan, out: Path, *, run: bool = True) -> dict[str, Any]
     return report(FULL_LABEL, plan, _policies(), out, run=run)
 
 
+def launch_history(curve: MultiDayCurve, start: float) -> list[tuple[float, float]]:
+    """What the metrics store holds when the launch's controllers start at ``start``: the
+    per-minute token rate (prompt + output per second: the unit the controller observes live and
+    the Prometheus bootstrap reads) of the day and a half before, times from ``start``."""
+    rng = random.Random(0)
+    per_request = statistics.fmean(sum(FALLBACK_TOKENS(rng)) for _ in range(100_000))
+    return [(t - start, curve.rate(t) * per_request) for t in (k * 60.0 for k in range(int(start / 60)))]
+
+
 def launch() -> dict[str, Any]:
     """A launch at 18:00 of day 2 (x2.5 for an hour) on a synthetic day curve: told, seasonal only, off.
 
@@ -247,7 +258,7 @@ def launch() -> dict[str, Any]:
     at = DAY_S + 18 * 3600.0
     curve = MultiDayCurve(12.0, amplitude=0.3, surges=(Surge(at, 3600.0, 2.5),))
     start, end = at - 5400.0, at + 3600.0
-    history = [(t - start, curve.rate(t)) for t in (k * 60.0 for k in range(int(start / 60)))]
+    history = launch_history(curve, start)
     # The simulation's clock starts at ``start``: the event is written at that offset.
     launch_at = datetime.fromtimestamp(at - start, UTC).isoformat().replace("+00:00", "Z")
     told = spec.model_copy(update={"forecast": Forecast(events=(

@@ -255,3 +255,23 @@ def test_the_two_week_row_sums_replica_hours_and_reads_them_against_the_oracle()
     assert total["oracle"]["vs_oracle"] == pytest.approx(1.0)
     assert total["llmd-slo"]["window_attainment"] == 0.5  # a day with nothing judged is left out
     assert days_runs.totals(rows, ["fleetslo"], [8, 9])["fleetslo"]["vs_oracle"] is None
+
+
+def test_the_launch_controllers_start_with_a_token_rate_history() -> None:
+    """The metrics store the launch's controllers bootstrap from holds what they observe live:
+    tokens per second (prompt + output), as the Prometheus bootstrap reads it. It once held the
+    request rate, about 1,200 times smaller, for the seasonal forecast to learn a day from."""
+    from fleetslo.sim.traces.multiday import MultiDayCurve
+    from fleetslo.sim.traces.multiday import arrivals as multiday_arrivals
+
+    from benchmarks import bench_days
+
+    curve = MultiDayCurve(12.0, amplitude=0.3)
+    start = 7200.0
+    history = bench_days.launch_history(curve, start)
+    assert [t for t, _ in history[:2]] == [-start, -start + 60.0] and history[-1][0] == -60.0
+    # the tokens the same curve's requests bring in its first two hours, per second
+    requests = list(multiday_arrivals(curve, start, bench_days.FALLBACK_TOKENS, seed=1))
+    observed = sum(r.input_tokens + r.output_tokens for r in requests) / start
+    expected = sum(rate for _, rate in history) / len(history)
+    assert observed == pytest.approx(expected, rel=0.05)
