@@ -259,19 +259,19 @@ def test_the_two_week_row_sums_replica_hours_and_reads_them_against_the_oracle()
 
 def test_the_launch_controllers_start_with_a_token_rate_history() -> None:
     """The metrics store the launch's controllers bootstrap from holds what they observe live:
-    tokens per second (prompt + output), as the Prometheus bootstrap reads it. It once held the
-    request rate, about 1,200 times smaller, for the seasonal forecast to learn a day from."""
+    tokens per second (prompt + output), as the Prometheus bootstrap reads it, minute by minute as
+    the requests came. It once held the curve's request rate, about 1,240 times smaller."""
     from fleetslo.sim.traces.multiday import MultiDayCurve
-    from fleetslo.sim.traces.multiday import arrivals as multiday_arrivals
 
     from benchmarks import bench_days
 
     curve = MultiDayCurve(12.0, amplitude=0.3)
     start = 7200.0
-    history = bench_days.launch_history(curve, start)
+    history = bench_days.launch_history(curve, start, seed=1)
     assert [t for t, _ in history[:2]] == [-start, -start + 60.0] and history[-1][0] == -60.0
-    # the tokens the same curve's requests bring in its first two hours, per second
-    requests = list(multiday_arrivals(curve, start, bench_days.FALLBACK_TOKENS, seed=1))
-    observed = sum(r.input_tokens + r.output_tokens for r in requests) / start
-    expected = sum(rate for _, rate in history) / len(history)
-    assert observed == pytest.approx(expected, rel=0.05)
+    rng = random.Random(0)
+    per_request = sum(sum(bench_days.FALLBACK_TOKENS(rng)) for _ in range(50_000)) / 50_000
+    expected = sum(curve.rate(start + t + 30.0) for t, _ in history) / len(history) * per_request
+    assert sum(rate for _, rate in history) / len(history) == pytest.approx(expected, rel=0.05)
+    # observed, with the noise of real arrivals: no two minutes alike
+    assert len({round(rate) for _, rate in history}) > len(history) // 2
