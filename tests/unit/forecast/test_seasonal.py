@@ -209,14 +209,11 @@ def test_on_the_second_day_the_quantile_covers_the_surge_yesterday_showed_and_th
     assert agreed is not None and early.ahead(night, HORIZON, q=0.9) == pytest.approx(agreed, rel=0.05)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="stop 43, open: on a history with little noise a minute (a large fleet's aggregate) one step "
-    "swings the candidates' weights whole to 'reverting' at phi 1.0, which extrapolates the step again "
-    "(x2.3 over the new level five minutes after a x2.5 step at 0-0.5 % noise, x1.6 at 2 %, none at 5 %)",
-)
 @pytest.mark.parametrize("noise", [0.0, 0.005])
 def test_a_step_on_smooth_traffic_is_not_extrapolated_a_second_time(noise: float) -> None:
+    """On a history with little noise a minute (a large fleet's aggregate) a step swings the
+    candidates' weights whole to ``reverting``, whose φ is 1.0 on a smooth curve (its changes carry
+    on). It once extrapolated the step again: x2.3 the new level five minutes after a x2.5 step."""
     curve = MultiDayCurve(1000.0, amplitude=0.3)
     start = 1.5 * DAY_S
     forecast = learned(curve, 1.5, noise=noise)

@@ -7,7 +7,10 @@ the future. ``recent`` is the level's support: the last bins, most recent weight
 * ``persistence``: the level, nothing else (what a reactive controller assumes).
 * ``reverting``: the level × exp(φ × its last change over the horizon): φ < 0 when bursts partly
   revert (a big client's spike ends), φ > 0 when changes carry on; fitted online by least squares
-  on the forecaster's own history (an ARIMA(1,1,0) on the log level, one horizon per step).
+  on the forecaster's own history (an ARIMA(1,1,0) on the log level, one horizon per step). A change
+  is carried on no further than the spread the fit has seen (three root-mean-square changes): a
+  line fitted on changes of a few percent says nothing about a step x2.5. Its reversion is left as
+  fitted: the sizing reads the forecast only where it is above the reactive one.
 * ``daily``: the level × how the target time compared with the recent bins on each of the last
   ``profile_days`` days (the median of those ratios: a holiday or a surge on one day does not move
   a median of seven). A ratio of one day's bins cancels that day's level, so a quiet week still
@@ -115,17 +118,19 @@ def change(history: BinnedHistory, shape: Shape, now_bin: int, lag: int, now_lev
 
 def forecasts(
     history: BinnedHistory, shape: Shape, now_bin: int, target_bin: int, *, horizon_s: float,
-    bin_s: float, current: float | None = None, reversion: tuple[float, int] | None = None,
+    bin_s: float, current: float | None = None, reversion: tuple[float, int, float] | None = None,
 ) -> dict[str, float]:  # fmt: skip
     """Every candidate that has what it needs, by name (see the module docstring); ``reversion`` is
-    (φ, the lag in bins its change is measured over)."""
+    (φ, the lag in bins its change is measured over, the largest change it extrapolates)."""
     points = recent(history, shape, now_bin, current)
     if not points:
         return {}
     base = level(points)
     out = {"persistence": base}
     if reversion is not None and (moved := change(history, shape, now_bin, reversion[1], base)) is not None:
-        out["reverting"] = base * math.exp(reversion[0] * moved)
+        phi, _, reach = reversion
+        carried = phi * moved if phi * moved <= 0 else phi * min(abs(moved), reach) * math.copysign(1, moved)
+        out["reverting"] = base * math.exp(carried)
     ratios = day_ratios(history, shape, points, target_bin)
     daily = [ratios[d] for d in range(1, shape.profile_days + 1) if d in ratios]
     if not daily:

@@ -69,6 +69,11 @@ DAY_S = 86_400.0
 _MAX_OFFSET = 1.0
 #: Σ x² of the level's changes below which φ is not fitted (a flat history has no changes).
 _MIN_CHANGE_VARIANCE = 1e-3
+#: The ``reverting`` candidate extrapolates a change of at most this many root-mean-square changes
+#: of its fit: a least-squares line is known over the spread of x it was fitted on, and three
+#: standard deviations hold nearly all of a spread. Beyond, a step on smooth traffic (fitted φ 1.0
+#: on changes of 1-3 %) was extrapolated whole a second time: x2.3 five minutes after a x2.5 step.
+_REACH_RMS = 3.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,9 +167,9 @@ class SeasonalForecast:
     residuals: tuple[float | None, ...] = ()
     #: Added to the band's log spread, so that it is exceeded 1 - ``band_quantile`` of the time.
     band_offset: float = 0.0
-    #: Decayed sums (Σ x·y, Σ x²) of the level's change x and the change that followed y: the
-    #: least-squares φ of the ``reverting`` candidate.
-    reversion: tuple[float, float] = (0.0, 0.0)
+    #: Decayed sums (Σ x·y, Σ x², Σ 1) of the level's change x and the change that followed y: the
+    #: least-squares φ of the ``reverting`` candidate, and the spread of x it was fitted on.
+    reversion: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     # --- learning ---------------------------------------------------------------------------
 
@@ -282,12 +287,13 @@ class SeasonalForecast:
         dropped = len(residuals) - len(history.bins)
         return replace(state, history=history, residuals=tuple(residuals[dropped:]), band_offset=offset)
 
-    def _reversion(self) -> tuple[float, int] | None:
-        """(φ, lag) of the ``reverting`` candidate; None until its fit has something to go on."""
-        xy, xx = self.reversion
-        if xx < _MIN_CHANGE_VARIANCE:
+    def _reversion(self) -> tuple[float, int, float] | None:
+        """(φ, lag, reach) of the ``reverting`` candidate, reach the largest change it extrapolates
+        (``_REACH_RMS`` root-mean-square changes of its fit); None until the fit has something."""
+        xy, xx, n = self.reversion
+        if xx < _MIN_CHANGE_VARIANCE or n <= 0:
             return None
-        return min(max(xy / xx, -1.0), 1.0), self.config.lead_bins
+        return min(max(xy / xx, -1.0), 1.0), self.config.lead_bins, _REACH_RMS * math.sqrt(xx / n)
 
     def _fitted_reversion(
         self, history: BinnedHistory, then: int, actual: float | None, level: float | None
@@ -301,8 +307,10 @@ class SeasonalForecast:
             return self
         followed = math.log(actual / level)
         decay = math.pow(0.5, 1 / self.config.skill_half_life_bins)
-        xy, xx = self.reversion
-        return replace(self, reversion=(decay * xy + moved * followed, decay * xx + moved * moved))
+        xy, xx, n = self.reversion
+        return replace(
+            self, reversion=(decay * xy + moved * followed, decay * xx + moved * moved, decay * n + 1)
+        )
 
     def _updated_skills(self, found: dict[str, float], actual: float | None) -> tuple[Skill, ...]:
         decay = math.pow(0.5, 1 / self.config.skill_half_life_bins)
