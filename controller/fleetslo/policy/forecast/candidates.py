@@ -129,8 +129,9 @@ def forecasts(
     out = {"persistence": base}
     if reversion is not None and (moved := change(history, shape, now_bin, reversion[1], base)) is not None:
         phi, _, reach = reversion
-        carried = phi * moved if phi * moved <= 0 else phi * min(abs(moved), reach) * math.copysign(1, moved)
-        out["reverting"] = base * math.exp(carried)
+        # carried on (φ·moved > 0): no further than the fit's reach; reverted: as fitted
+        step = moved if phi * moved <= 0 else max(-reach, min(moved, reach))
+        out["reverting"] = base * math.exp(phi * step)
     ratios = day_ratios(history, shape, points, target_bin)
     daily = [ratios[d] for d in range(1, shape.profile_days + 1) if d in ratios]
     if not daily:
