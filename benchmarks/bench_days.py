@@ -275,9 +275,9 @@ def launch_at(factor: float) -> dict[str, Any]:
     start, end = at - 5400.0, at + 3600.0
     history = launch_history(curve, start, seed=3)
     # The simulation's clock starts at ``start``: the event is written at that offset.
-    launch_at = datetime.fromtimestamp(at - start, UTC).isoformat().replace("+00:00", "Z")
+    event_start = datetime.fromtimestamp(at - start, UTC).isoformat().replace("+00:00", "Z")
     told = spec.model_copy(update={"forecast": Forecast(events=(
-        ForecastEvent(name="launch", start=launch_at, duration=3600.0, rate_factor=factor),
+        ForecastEvent(name="launch", start=event_start, duration=3600.0, rate_factor=factor),
     ))})  # fmt: skip
 
     def requests() -> Iterator[Request]:
@@ -285,10 +285,11 @@ def launch_at(factor: float) -> dict[str, Any]:
             if r.arrival_s >= start:
                 yield replace(r, arrival_s=r.arrival_s - start)
 
-    def controller(mode: str, spec: Any) -> tuple[days_runs.Foresight, Any]:
-        scenario = Scenario(Trace(()), "launch", profile, spec, initial_replicas=4)
+    def controller(mode: str, fleetslo: Any) -> tuple[days_runs.Foresight, Any]:
+        """The controller of one variant and the FleetSLO it runs under (``told`` names the event)."""
+        scenario = Scenario(Trace(()), "launch", profile, fleetslo, initial_replicas=4)
         policy = days_runs.named(scenario, "fleetslo")
-        return days_runs.Foresight(policy, mode=mode, history=history, learned=None), spec
+        return days_runs.Foresight(policy, mode=mode, history=history, learned=None), fleetslo
 
     variants = {
         "told of the launch": controller("point", told),
@@ -297,8 +298,8 @@ def launch_at(factor: float) -> dict[str, Any]:
     }
     print(f"\nknown event: a x{factor:g} launch at 18:00 (synthetic day curve, exact fleet)")
     out = {}
-    for name, (policy, spec_) in variants.items():
-        result = simulate_stream(requests(), policy, SimConfig(spec_, profile, 4))
+    for name, (policy, fleetslo) in variants.items():
+        result = simulate_stream(requests(), policy, SimConfig(fleetslo, profile, 4))
         first = [w for w in result.windows if at - start <= w.start_s < at - start + 900]
         met = sum(1 for w in first if w.met) / max(1, len(first))
         out[name] = {"attainment": result.window_attainment(), "first_15_min": met,
