@@ -40,7 +40,6 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -243,11 +242,25 @@ def launch_history(curve: MultiDayCurve, start: float, *, seed: int) -> list[tup
     the Prometheus bootstrap reads) of the requests the same curve brought over ``[0, start)``,
     times from ``start``. Observed, not the curve itself: a noise-free history let one step
     swing the seasonal forecast's candidate weights whole (its errors were all near zero)."""
+    return launch_stream(curve, start, start, seed=seed)[0]
+
+
+def launch_stream(
+    curve: MultiDayCurve, start: float, end: float, *, seed: int
+) -> tuple[list[tuple[float, float]], list[Request]]:
+    """One pass over the curve's arrivals up to ``end``: the metrics store's history before
+    ``start`` (``launch_history``) and the requests from ``start`` on, their clock starting there.
+    The history is the very stream the replay continues, not a second draw of it."""
     minutes = int(start // JUDGE_WINDOW_S)
     tokens = [0] * minutes
-    for r in multiday_arrivals(curve, start, FALLBACK_TOKENS, seed=seed):
-        tokens[min(minutes - 1, int(r.arrival_s // JUDGE_WINDOW_S))] += r.input_tokens + r.output_tokens
-    return [(k * JUDGE_WINDOW_S - start, n / JUDGE_WINDOW_S) for k, n in enumerate(tokens)]
+    after: list[Request] = []
+    for r in multiday_arrivals(curve, end, FALLBACK_TOKENS, seed=seed):
+        if r.arrival_s >= start:
+            after.append(replace(r, arrival_s=r.arrival_s - start))
+        else:
+            tokens[min(minutes - 1, int(r.arrival_s // JUDGE_WINDOW_S))] += r.input_tokens + r.output_tokens
+    history = [(k * JUDGE_WINDOW_S - start, n / JUDGE_WINDOW_S) for k, n in enumerate(tokens)]
+    return history, after
 
 
 #: The launches replayed: one the capacity model absorbs unwarned (its margins and the engine's
@@ -273,17 +286,12 @@ def launch_at(factor: float) -> dict[str, Any]:
     at = DAY_S + 18 * 3600.0
     curve = MultiDayCurve(12.0, amplitude=0.3, surges=(Surge(at, 3600.0, factor),))
     start, end = at - 5400.0, at + 3600.0
-    history = launch_history(curve, start, seed=3)
+    history, requests = launch_stream(curve, start, end, seed=3)
     # The simulation's clock starts at ``start``: the event is written at that offset.
     event_start = datetime.fromtimestamp(at - start, UTC).isoformat().replace("+00:00", "Z")
     told = spec.model_copy(update={"forecast": Forecast(events=(
         ForecastEvent(name="launch", start=event_start, duration=3600.0, rate_factor=factor),
     ))})  # fmt: skip
-
-    def requests() -> Iterator[Request]:
-        for r in multiday_arrivals(curve, end, FALLBACK_TOKENS, seed=3):
-            if r.arrival_s >= start:
-                yield replace(r, arrival_s=r.arrival_s - start)
 
     def controller(mode: str, fleetslo: Any) -> tuple[days_runs.Foresight, Any]:
         """The controller of one variant and the FleetSLO it runs under (``told`` names the event)."""
@@ -299,7 +307,7 @@ def launch_at(factor: float) -> dict[str, Any]:
     print(f"\nknown event: a x{factor:g} launch at 18:00 (synthetic day curve, exact fleet)")
     out = {}
     for name, (policy, fleetslo) in variants.items():
-        result = simulate_stream(requests(), policy, SimConfig(fleetslo, profile, 4))
+        result = simulate_stream(iter(requests), policy, SimConfig(fleetslo, profile, 4))
         first = [w for w in result.windows if at - start <= w.start_s < at - start + 900]
         met = sum(1 for w in first if w.met) / max(1, len(first))
         out[name] = {"attainment": result.window_attainment(), "first_15_min": met,
