@@ -57,21 +57,35 @@ def corrected(plan: Plan, obs: Observation, state: FleetSLOState, spec: FleetSLO
 
     In proportion to the *ready* replicas, with the starting ones credited: the breach lasts
     through their cold start, and multiplying again every decision until they serve would
-    compound one breach into a fleet many times too large. Not for TTFT alone while replicas
-    joined within the window (and none left): a least-loaded router sends a new replica every
-    arrival until it holds as many as the others, and their prefills queue there, so p90 TTFT
-    spikes for that window on a fleet that just grew; more replicas would repeat it.
+    compound one breach into a fleet many times too large. In a window replicas joined, the ready
+    replicas before they did: those served the window the p90s describe.
+
+    Not for TTFT alone while replicas joined within the window (and none left): a least-loaded
+    router sends a new replica every arrival until it holds as many as the others, and their
+    prefills queue there, so p90 TTFT spikes for that window on a fleet that just grew; more
+    replicas would repeat it.
     """
     current = obs.replicas.provisioned
     pressure = signals.breach(obs, spec, band)
     if pressure is None or plan.replicas > current:
         return plan
     joined = newcomers_flood(state, obs, spec, band)
-    need = current if joined else math.ceil(obs.replicas.ready * min(pressure, MAX_STEP))
+    # The window's p90s came from the fleet that served it: where replicas joined within it, the
+    # one before they did (after a spike's cold start, 4 ready replicas' backlog read 12x on the
+    # 24 now ready, and the ready count times that bought 48 where 7 served).
+    served = obs.replicas.ready
+    if replicas_joined(state, obs) and state.ready_before is not None:
+        served = state.ready_before
+    need = current if joined else math.ceil(served * min(pressure, MAX_STEP))
     if need <= current:
-        if plan.replicas == current and not joined:
+        earlier = served < obs.replicas.ready
+        if plan.replicas == current and not joined and not earlier:
             return plan
-        why = f"p90 at {pressure:.2f}x while replicas joined" if joined else "breach"
+        why = (
+            f"p90 at {pressure:.2f}x while replicas joined" if joined
+            else f"p90 at {pressure:.2f}x on the {served} ready before replicas joined" if earlier
+            else "breach"
+        )  # fmt: skip
         reason = plan.reason if plan.replicas == current else Reason.STEADY
         return Plan(current, reason, f"{plan.message}; {why}: hold")
     message = f"p90 at {pressure:.2f}x its target although sized for it: {current} -> {need}"

@@ -121,7 +121,7 @@ class FleetSLOPolicy:
     def _learn(self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, now: float) -> FleetSLOState:
         cfg = self.config
         first_seen = now if state.first_seen is None else state.first_seen
-        arrival = signals.arrival_rate(obs, state.last_outstanding, now)
+        arrival = signals.arrival_rate(obs, state.held_history, now, drain_share=cfg.drain_share)
         forecast, calibration, whole = state.forecast, state.calibration, now - first_seen >= obs.window
         # Only windows begun after the first data: earlier ones under-count the arrivals and divide a
         # filling fleet's token counters by its few completions (drawn 65: 72,253 tokens a request).
@@ -145,7 +145,7 @@ class FleetSLOPolicy:
             first_seen=first_seen,
             forecast=forecast,
             mix=mix,
-            last_outstanding=state.last_outstanding if held is None else (now, held),
+            held_history=signals.remember(state.held_history, now, held, obs.window + 2 * cfg.interval),
             calibration=calibration,
             ready_since=(ready, now) if changed else since,
             ready_before=(since[0] if since else None) if changed else state.ready_before,

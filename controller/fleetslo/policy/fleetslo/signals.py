@@ -7,6 +7,7 @@ that is missing stays ``None`` here; the policy decides what that means.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from fleetslo.core.model import Observation, Reason
 from fleetslo.core.spec import FleetSLOSpec
@@ -60,17 +61,49 @@ def outstanding(obs: Observation) -> float | None:
     return (obs.running or 0.0) + (obs.waiting or 0.0)
 
 
-def arrival_rate(obs: Observation, last: tuple[float, float] | None, now: float) -> float | None:
+def arrival_rate(
+    obs: Observation, held: Sequence[tuple[float, float]], now: float, *, drain_share: float
+) -> float | None:
     """Completions per second plus the growth of the requests in the fleet (conservation: what
     arrives is what finishes plus what stays), so a step shows before it fills the completion
-    rate; a shrinking backlog counts too, never below zero."""
+    rate; never below zero. ``held``: earlier (time, requests in the fleet) samples, oldest first.
+
+    The growth is taken since the last sample, so a queue building shows at once. But the
+    completions cover the whole window: once a backlog drains within it (new replicas serving a
+    spike's queue), they hold the drain for a window after the growth since the last sample no
+    longer does, and the drain would read as arrivals (drawn 94: 160 requests/s read as 225 for
+    a minute). So where the fleet drained over the window more than ``drain_share`` of what it
+    completed, the growth is taken over the window itself, as the completions are."""
     if obs.request_rate is None:
         return None
     current = outstanding(obs)
-    growth = 0.0
-    if last is not None and current is not None and now > last[0]:
-        growth = (current - last[1]) / (now - last[0])
-    return max(0.0, obs.request_rate + growth)
+    if not held or current is None:
+        return max(0.0, obs.request_rate)
+    recent = _growth(held[-1], current, now)
+    start = held[0]
+    for sample in held:
+        if sample[0] <= now - obs.window + 1e-6:
+            start = sample
+    whole = _growth(start, current, now)
+    drained = whole is not None and -whole > drain_share * obs.request_rate
+    growth = whole if drained else recent
+    return max(0.0, obs.request_rate + (growth or 0.0))
+
+
+def remember(
+    history: tuple[tuple[float, float], ...], now: float, held: float | None, keep_s: float
+) -> tuple[tuple[float, float], ...]:
+    """The (time, requests held) samples of the last ``keep_s`` seconds with ``(now, held)`` added
+    (unchanged without a reading): a window and a little more, so that the growth over the window
+    has a sample at or before its start."""
+    if held is None:
+        return history
+    return (*(h for h in history if h[0] >= now - keep_s), (now, held))
+
+
+def _growth(sample: tuple[float, float], current: float, now: float) -> float | None:
+    """Requests in the fleet gained per second since ``sample``."""
+    return (current - sample[1]) / (now - sample[0]) if now > sample[0] else None
 
 
 def smooth(sample: float | None, previous: float | None, weight: float) -> float | None:

@@ -35,8 +35,9 @@ class FleetSLOState:
     #: overload the stay balloons, and sizing by it would buy a fleet for a batch that is slow,
     #: not large.
     stay_ratio: float | None = None
-    #: (time, requests in the fleet) at the previous decision: their growth is arrivals not yet served.
-    last_outstanding: tuple[float, float] | None = None
+    #: (time, requests in the fleet) at recent decisions, one window back and a little more, oldest
+    #: first: their growth is arrivals not yet served.
+    held_history: tuple[tuple[float, float], ...] = ()
     chain: ChainState = field(default_factory=ChainState)
     #: When the policy first saw data: until one window has passed, windowed rates are partial.
     first_seen: float | None = None

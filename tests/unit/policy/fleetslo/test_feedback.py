@@ -46,7 +46,24 @@ def test_a_ttft_breach_on_a_grown_fleet_holds_and_a_tpot_breach_does_not() -> No
     held = feedback.corrected(plan, obs(T, 12, 30.0, ttft=3.0), grown, SPEC, BAND)
     assert held.replicas == 12 and "while replicas joined: hold" in held.message
     fed = feedback.corrected(plan, obs(T, 12, 30.0, ttft=3.0, tpot=0.075), grown, SPEC, BAND)
-    assert fed.reason is Reason.SCALE_UP_SLO_BREACH and fed.replicas == 18
+    # in proportion to the 10 that served the window, not the 12 ready now
+    assert fed.reason is Reason.SCALE_UP_SLO_BREACH and fed.replicas == 15
+
+
+def test_a_breach_the_fleet_before_a_join_produced_is_not_multiplied_onto_the_joined_one() -> None:
+    """Reproduces drawn 94 (a x2.6 spike on 4 replicas, a 5-minute cold start): the window in
+    which the new replicas joined still showed the 4's backlog, p90s at 12x their targets, and
+    the 24 now ready times 2 bought 48 replicas where 7 served the spike. The window's p90s are
+    the fleet's that served it: 6 before the join, x2 = 12, fewer than the 33 already ordered."""
+    joined = state((24, T - 10.0), 6)
+    plan = feedback.Plan(33, Reason.STEADY, "sized")
+    spiked = obs(T, 24, 160.0, ttft=4.6, tpot=1.17, replicas=ReplicaCounts(24, starting=9))
+    held = feedback.corrected(plan, spiked, joined, SPEC, BAND)
+    assert held.replicas == 33
+    assert held.message == "sized; p90 at 23.40x on the 6 ready before replicas joined: hold"
+    # the same breach a window later, on the settled fleet, is fed back in full
+    settled = state((24, T - 90.0), 6)
+    assert feedback.corrected(plan, spiked, settled, SPEC, BAND).replicas == 48
 
 
 def test_feedback_is_in_proportion_to_the_ready_replicas_and_at_most_doubles() -> None:
