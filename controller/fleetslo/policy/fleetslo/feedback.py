@@ -75,7 +75,9 @@ def corrected(plan: Plan, obs: Observation, state: FleetSLOState, spec: FleetSLO
     # 24 now ready, and the ready count times that bought 48 where 7 served).
     served = obs.replicas.ready
     if replicas_joined(state, obs) and state.ready_before is not None:
-        served = state.ready_before
+        # the fewest ready within the window: replicas may have joined more than once in it
+        during = [int(r) for t, r in state.ready_history if t >= obs.at - obs.window]
+        served = min([state.ready_before, *during])
     need = current if joined else math.ceil(served * min(pressure, MAX_STEP))
     if need <= current:
         earlier = served < obs.replicas.ready

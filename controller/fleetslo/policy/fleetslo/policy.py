@@ -146,6 +146,7 @@ class FleetSLOPolicy:
             forecast=forecast,
             mix=mix,
             held_history=signals.remember(state.held_history, now, held, obs.window + 2 * cfg.interval),
+            ready_history=signals.remember(state.ready_history, now, ready, obs.window + 2 * cfg.interval),
             calibration=calibration,
             ready_since=(ready, now) if changed else since,
             ready_before=(since[0] if since else None) if changed else state.ready_before,
@@ -215,10 +216,9 @@ class FleetSLOPolicy:
         current = obs.replicas.provisioned
         if self._warming_up(state, obs):
             return feedback.without_model(obs, state, spec, cfg.breach_band, "first window filling")
-        # The completion rate (a one-minute average), not ``signals.arrival_rate``: the 15-second
-        # growth of the requests held, added here, cost 1-31 % more replica-hours on 9 of 10
-        # workloads (long-context 0.966 -> 0.949) for two windows on the ramp and one after the
-        # step; a queue building reaches the sizing as the instant load below instead.
+        # The completion rate (a one-minute average), not ``signals.arrival_rate``: its 15-second
+        # growth cost 1-31 % more replica-hours on 9 of 10 workloads (long-context 0.966 -> 0.949)
+        # for three windows won; a queue building reaches the sizing as the instant load below.
         arrival = obs.request_rate
         if state.mix is None or arrival is None:
             why = "no request mix (token rates) to size by yet"

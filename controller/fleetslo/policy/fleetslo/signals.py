@@ -91,14 +91,14 @@ def arrival_rate(
 
 
 def remember(
-    history: tuple[tuple[float, float], ...], now: float, held: float | None, keep_s: float
+    history: tuple[tuple[float, float], ...], now: float, value: float | None, keep_s: float
 ) -> tuple[tuple[float, float], ...]:
-    """The (time, requests held) samples of the last ``keep_s`` seconds with ``(now, held)`` added
-    (unchanged without a reading): a window and a little more, so that the growth over the window
+    """The (time, value) samples of the last ``keep_s`` seconds with ``(now, value)`` added
+    (unchanged without a reading): a window and a little more, so that a change over the window
     has a sample at or before its start."""
-    if held is None:
+    if value is None:
         return history
-    return (*(h for h in history if h[0] >= now - keep_s), (now, held))
+    return (*(h for h in history if h[0] >= now - keep_s), (now, value))
 
 
 def _growth(sample: tuple[float, float], current: float, now: float) -> float | None:

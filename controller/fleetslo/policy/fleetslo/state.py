@@ -38,6 +38,8 @@ class FleetSLOState:
     #: (time, requests in the fleet) at recent decisions, one window back and a little more, oldest
     #: first: their growth is arrivals not yet served.
     held_history: tuple[tuple[float, float], ...] = ()
+    #: (time, ready replicas) at the same decisions: the fleet that served the window.
+    ready_history: tuple[tuple[float, float], ...] = ()
     chain: ChainState = field(default_factory=ChainState)
     #: When the policy first saw data: until one window has passed, windowed rates are partial.
     first_seen: float | None = None

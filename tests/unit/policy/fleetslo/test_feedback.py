@@ -66,6 +66,18 @@ def test_a_breach_the_fleet_before_a_join_produced_is_not_multiplied_onto_the_jo
     assert feedback.corrected(plan, spiked, settled, SPEC, BAND).replicas == 48
 
 
+def test_replicas_that_joined_several_times_in_the_window_count_from_the_fewest() -> None:
+    # 4 -> 6 -> 20 -> 24 within the minute: the count before the last change (20) x2 would order
+    # 40; the window's p90s are mostly the 4's
+    joined = replace(
+        state((24, T - 10.0), 20), ready_history=((T - 60, 4), (T - 45, 6), (T - 30, 20), (T - 15, 20))
+    )
+    plan = feedback.Plan(33, Reason.STEADY, "sized")
+    spiked = obs(T, 24, 160.0, ttft=4.6, tpot=1.17, replicas=ReplicaCounts(24, starting=9))
+    held = feedback.corrected(plan, spiked, joined, SPEC, BAND)
+    assert held.replicas == 33 and "on the 4 ready before replicas joined" in held.message
+
+
 def test_feedback_is_in_proportion_to_the_ready_replicas_and_at_most_doubles() -> None:
     lost = state((10, T - 20.0), 12)
     plan = feedback.Plan(12, Reason.STEADY, "sized")
