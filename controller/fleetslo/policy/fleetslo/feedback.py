@@ -57,8 +57,8 @@ def corrected(plan: Plan, obs: Observation, state: FleetSLOState, spec: FleetSLO
 
     In proportion to the *ready* replicas, with the starting ones credited: the breach lasts
     through their cold start, and multiplying again every decision until they serve would
-    compound one breach into a fleet many times too large. In a window replicas joined, the ready
-    replicas before they did: those served the window the p90s describe.
+    compound one breach into a fleet many times too large. In a window replicas joined, the fewest
+    ready within it: those served the window the p90s describe.
 
     Not for TTFT alone while replicas joined within the window (and none left): a least-loaded
     router sends a new replica every arrival until it holds as many as the others, and their
@@ -71,11 +71,11 @@ def corrected(plan: Plan, obs: Observation, state: FleetSLOState, spec: FleetSLO
         return plan
     joined = newcomers_flood(state, obs, spec, band)
     # The window's p90s came from the fleet that served it: where replicas joined within it, the
-    # one before they did (after a spike's cold start, 4 ready replicas' backlog read 12x on the
-    # 24 now ready, and the ready count times that bought 48 where 7 served).
+    # fewest ready in it (after a spike's cold start, 4 ready replicas' backlog read 12x on the 24
+    # now ready, and the ready count times that bought 48 where 7 served: drawn 94).
     served = obs.replicas.ready
     if replicas_joined(state, obs) and state.ready_before is not None:
-        # the fewest ready within the window: replicas may have joined more than once in it
+        # the count before the last join, or fewer: replicas may have joined more than once
         during = [int(r) for t, r in state.ready_history if t >= obs.at - obs.window]
         served = min([state.ready_before, *during])
     need = current if joined else math.ceil(served * min(pressure, MAX_STEP))

@@ -217,8 +217,8 @@ class FleetSLOPolicy:
         if self._warming_up(state, obs):
             return feedback.without_model(obs, state, spec, cfg.breach_band, "first window filling")
         # The completion rate (a one-minute average), not ``signals.arrival_rate``: its 15-second
-        # growth cost 1-31 % more replica-hours on 9 of 10 workloads (long-context 0.966 -> 0.949)
-        # for three windows won; a queue building reaches the sizing as the instant load below.
+        # growth cost 1-31 % more replica-hours on 9 of 10 workloads for two windows on the ramp
+        # and one after the step; a queue building reaches the sizing as the instant load below.
         arrival = obs.request_rate
         if state.mix is None or arrival is None:
             why = "no request mix (token rates) to size by yet"
