@@ -321,13 +321,13 @@ class FleetSLOPolicy:
 
     def _meets(self, rate: float, state: FleetSLOState, spec: FleetSLOSpec) -> bool:
         """Whether one replica at ``rate`` meets both targets with the measured margins (a target
-        out of the model's reach at any size relaxed, see ``_targets``)."""
+        an idle replica misses or nearly misses relaxed, see ``_targets``)."""
         ttft, tpot, _ = self._targets(state, spec)
         return self._at(rate, state, spec).meets(ttft, tpot)
 
     def _targets(self, state: FleetSLOState, spec: FleetSLOSpec) -> tuple[float, float, str | None]:
         """The p90 TTFT and TPOT the sizing holds a replica to: the targets over the measured
-        margins, one out of the model's reach at any size relaxed (``sizing.reachable``), and why."""
+        margins, one an idle replica misses or nearly misses relaxed (``sizing.reachable``), and why."""
         _, ttft_margin, tpot_margin = self._margins(state)
         objectives = spec.objectives
         ttft, tpot = objectives.ttft.threshold / ttft_margin, objectives.tpot.threshold / tpot_margin
