@@ -52,8 +52,22 @@ def without_model(obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, ba
     return Plan(need, Reason.SCALE_UP_SLO_BREACH, f"{why}; p90 at {pressure:.2f}x target: {need}")
 
 
-def corrected(plan: Plan, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, band: float) -> Plan:
+def corrected(
+    plan: Plan,
+    obs: Observation,
+    state: FleetSLOState,
+    spec: FleetSLOSpec,
+    band: float,
+    *,
+    held_to: tuple[float, float] | None = None,
+) -> Plan:
     """A p90 above target although the sizing says enough: add replicas in proportion.
+
+    ``held_to``: the p90 TTFT and TPOT (seconds, as observed) the sizing planned for where it held
+    a target an idle replica misses or nearly misses above it (``sizing.reachable``): a p90 under
+    that is what the sizing planned, not a breach it missed. Read against the target itself, such
+    p90s bought replicas that no longer buy latency (drawn 131: 29 -> 40 and 19 -> 29 on p90s
+    1.1-1.35x a 4 s TTFT target that the sizing held to about 5.3 s).
 
     In proportion to the *ready* replicas, with the starting ones credited: the breach lasts
     through their cold start, and multiplying again every decision until they serve would
@@ -66,6 +80,7 @@ def corrected(plan: Plan, obs: Observation, state: FleetSLOState, spec: FleetSLO
     replicas would repeat it.
     """
     current = obs.replicas.provisioned
+    spec = spec if held_to is None else _judged(spec, *held_to)
     pressure = signals.breach(obs, spec, band)
     if pressure is None or plan.replicas > current:
         return plan
@@ -92,6 +107,14 @@ def corrected(plan: Plan, obs: Observation, state: FleetSLOState, spec: FleetSLO
         return Plan(current, reason, f"{plan.message}; {why}: hold")
     message = f"p90 at {pressure:.2f}x its target although sized for it: {current} -> {need}"
     return Plan(need, Reason.SCALE_UP_SLO_BREACH, message)
+
+
+def _judged(spec: FleetSLOSpec, ttft: float, tpot: float) -> FleetSLOSpec:
+    """``spec`` with each threshold raised to what the sizing held it to, never lowered."""
+    o = spec.objectives
+    ttft_o = o.ttft.model_copy(update={"threshold": max(o.ttft.threshold, ttft)})
+    tpot_o = o.tpot.model_copy(update={"threshold": max(o.tpot.threshold, tpot)})
+    return spec.model_copy(update={"objectives": o.model_copy(update={"ttft": ttft_o, "tpot": tpot_o})})
 
 
 def newcomers_flood(state: FleetSLOState, obs: Observation, spec: FleetSLOSpec, band: float) -> bool:

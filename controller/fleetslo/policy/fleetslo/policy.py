@@ -39,7 +39,7 @@ from fleetslo.policy.fleetslo.learning import PerformanceModel
 from fleetslo.policy.fleetslo.limit import batch_limit
 from fleetslo.policy.fleetslo.perf_model import Prediction
 from fleetslo.policy.fleetslo.physics import CONSERVATIVE_PRIOR
-from fleetslo.policy.fleetslo.sizing import Sizing, reachable, smallest
+from fleetslo.policy.fleetslo.sizing import Sizing, kv_floor, reachable, smallest
 from fleetslo.policy.fleetslo.state import FleetSLOState
 from fleetslo.policy.stages import Step, run_chain
 
@@ -259,7 +259,7 @@ class FleetSLOPolicy:
         # level before it (without the rise extrapolated the Azure code traces lost windows).
         refilling = state.quiet_at is not None and obs.at < state.quiet_at + obs.window + cfg.interval
         checked = load * per_request if need > max(spec.replicas.min, 1) and not refilling else None
-        need = max(need, self._kv_floor(obs, arrival, load if held is None else arriving))
+        need = max(need, kv_floor(obs, arrival, load if held is None else arriving, cfg.kv_usage_limit))
         prediction_for = need
         if need < current:
             # Shrinking is sized for the busiest arrival rate of the last few minutes and a dead
@@ -267,7 +267,7 @@ class FleetSLOPolicy:
             # replica that the next minute asks back.
             peak = max(load, (state.forecast.peak(obs.at - self._memory(spec)) or 0.0) / per_request)
             need, prediction = self._cheapest(peak * margin / (1 - cfg.hysteresis), state, spec)
-            need = min(current, max(need, self._kv_floor(obs, arrival, peak)))
+            need = min(current, max(need, kv_floor(obs, arrival, peak, cfg.kv_usage_limit)))
             prediction_for = need
             if need > current * (1 - cfg.min_scale_down):
                 need = current
@@ -291,7 +291,8 @@ class FleetSLOPolicy:
         if state.model.prior is CONSERVATIVE_PRIOR or state.model.windows == 0:
             message = f"{message} [{state.model.describe()}]"
         message = f"{message}; {state.calibration.describe(*self._calibration_args())}"
-        plan = feedback.corrected(Plan(need, reason, message), obs, state, spec, cfg.breach_band)
+        plan = Plan(need, reason, message)
+        plan = feedback.corrected(plan, obs, state, spec, cfg.breach_band, held_to=self._held_to(state, spec))
         return replace(plan, tokens=checked)
 
     def _stay(self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec) -> float:
@@ -350,12 +351,11 @@ class FleetSLOPolicy:
     def _margins(self, state: FleetSLOState) -> tuple[float, float, float]:
         return state.calibration.margins(*self._calibration_args())
 
-    def _kv_floor(self, obs: Observation, arrival: float, load: float) -> int:
-        """Replicas keeping each one's KV cache under ``kv_usage_limit`` at ``load`` (KV ∝ load)."""
-        usage = obs.kv_cache_usage
-        if usage is None or usage <= 0 or arrival <= 0 or not math.isfinite(usage):
-            return 1
-        return max(1, math.ceil(obs.replicas.ready * usage * load / arrival / self.config.kv_usage_limit))
+    def _held_to(self, state: FleetSLOState, spec: FleetSLOSpec) -> tuple[float, float] | None:
+        """The p90s (as observed: the margins put back) the sizing holds targets to, where relaxed."""
+        ttft, tpot, relaxed = self._targets(state, spec)
+        _, ttft_margin, tpot_margin = self._margins(state)
+        return None if relaxed is None else (ttft * ttft_margin, tpot * tpot_margin)
 
     def _just_shrank(self, state: FleetSLOState, now: float) -> bool:
         """A scale-down happened within the scale-down stabilization window."""

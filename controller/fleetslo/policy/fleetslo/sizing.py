@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fleetslo.core.model import Reason
+from fleetslo.core.model import Observation, Reason
 from fleetslo.policy.fleetslo.perf_model import Prediction
 
 
@@ -94,3 +95,11 @@ def reachable(idle: Prediction, ttft: float, tpot: float, relaxed: float) -> tup
 
 def _shown(seconds: float, unit: str) -> str:
     return f"{seconds:.2f}s" if unit == "s" else f"{seconds * 1000:.0f}ms"
+
+
+def kv_floor(obs: Observation, arrival: float, load: float, limit: float) -> int:
+    """Replicas keeping each one's KV cache under ``limit`` (a share) at ``load`` (KV ∝ load)."""
+    usage = obs.kv_cache_usage
+    if usage is None or usage <= 0 or arrival <= 0 or not math.isfinite(usage):
+        return 1
+    return max(1, math.ceil(obs.replicas.ready * usage * load / arrival / limit))

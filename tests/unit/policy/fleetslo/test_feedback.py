@@ -113,3 +113,21 @@ def test_without_a_model_a_ttft_breach_on_a_grown_fleet_holds_and_a_tpot_breach_
     assert fed.reason is Reason.SCALE_UP_SLO_BREACH and fed.replicas == 18
     lost = state((10, T - 20.0), 12)  # two lost without a scale-down: capacity gone, fed back
     assert feedback.without_model(obs(T, 10, 30.0, ttft=3.0), lost, SPEC, BAND, why).replicas == 15
+
+
+def test_a_p90_within_what_the_sizing_held_a_relaxed_target_to_is_not_a_breach() -> None:
+    """Reproduces drawn 131: the sizing held a 4 s TTFT target an idle replica barely meets to
+    about 5.3 s as observed (``sizing.reachable``), and the feedback read p90s 1.1-1.35x the 4 s
+    target as breaches "although sized for it": 29 -> 40 replicas that bought no window. Within
+    what the sizing held it to, the p90 is what it planned; beyond that, the feedback acts, in
+    proportion to the target held to."""
+    settled = state(None, None)
+    plan = feedback.Plan(12, Reason.STEADY, "sized")
+    planned = feedback.corrected(plan, obs(T, 12, 30.0, ttft=2.6), settled, SPEC, BAND, held_to=(2.7, 0.05))
+    assert planned == plan
+    assert feedback.corrected(plan, obs(T, 12, 30.0, ttft=2.6), settled, SPEC, BAND).replicas == 16
+    beyond = feedback.corrected(plan, obs(T, 12, 30.0, ttft=4.05), settled, SPEC, BAND, held_to=(2.7, 0.05))
+    assert beyond.reason is Reason.SCALE_UP_SLO_BREACH and beyond.replicas == 18  # 12 x 1.5
+    # held_to never lowers a target: a TPOT breach still counts against the TPOT target
+    tpot = feedback.corrected(plan, obs(T, 12, 30.0, tpot=0.06), settled, SPEC, BAND, held_to=(2.7, 0.01))
+    assert tpot.reason is Reason.SCALE_UP_SLO_BREACH and tpot.replicas == 15  # 12 x 1.2 (ceil 14.4)
