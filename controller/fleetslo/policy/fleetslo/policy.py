@@ -354,8 +354,8 @@ class FleetSLOPolicy:
     def _held_to(self, state: FleetSLOState, spec: FleetSLOSpec) -> tuple[float, float] | None:
         """The p90s (as observed: the margins put back) the sizing holds targets to, where relaxed."""
         ttft, tpot, relaxed = self._targets(state, spec)
-        _, ttft_margin, tpot_margin = self._margins(state)
-        return None if relaxed is None else (ttft * ttft_margin, tpot * tpot_margin)
+        margins = None if relaxed is None else self._margins(state)  # read only where one is relaxed
+        return None if margins is None else (ttft * margins[1], tpot * margins[2])
 
     def _just_shrank(self, state: FleetSLOState, now: float) -> bool:
         """A scale-down happened within the scale-down stabilization window."""
