@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fleetslo.policy.fleetslo.mix import RequestMix
-from fleetslo.policy.fleetslo.perf_model import INF, Prediction, predict
+from fleetslo.policy.fleetslo.perf_model import INF, Prediction, meets, predict
 from fleetslo.policy.fleetslo.physics import CONSERVATIVE_PRIOR, StepCost
 
 #: ln-space bounds of the learned factors: beyond them the physics, not a factor, is wrong.
@@ -79,6 +79,16 @@ class PerformanceModel:
     def predict(self, rate: float, mix: RequestMix, limit: int | None, q: float = 0.9) -> Prediction:
         raw = predict(self.prior.scaled(self.speed), rate, mix, limit, q, interference=self.interference)
         return replace(raw, ttft_p90=raw.ttft_p90 * self.ttft_bias)
+
+    def meets(
+        self, rate: float, mix: RequestMix, limit: int | None, q: float, *, ttft: float, tpot: float
+    ) -> bool:
+        """Whether ``predict``'s p90s are within ``ttft`` and ``tpot``, without solving for them."""
+        cost = self.prior.scaled(self.speed)
+        return meets(
+            cost, rate, mix, limit, q, ttft=ttft, tpot=tpot, interference=self.interference,
+            ttft_scale=self.ttft_bias,
+        )  # fmt: skip
 
     def learn(
         self,

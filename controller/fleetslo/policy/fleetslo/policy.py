@@ -63,7 +63,7 @@ class FleetSLOPolicy:
         self.config = config or FleetSLOConfig()
         self.interval = self.config.interval
         #: The last ``_targets`` answer and what it was computed from (the model, the mix, the
-        #: margined targets): the sizing asks it once per candidate count.
+        #: calibration whose margins it applied, the targets): the sizing asks it once per candidate.
         self._targets_memo: tuple[tuple[object, ...], tuple[float, float, str | None]] | None = None
 
     def initial_state(self, spec: FleetSLOSpec) -> FleetSLOState:
@@ -109,10 +109,8 @@ class FleetSLOPolicy:
         )  # fmt: skip
         if step.replicas < current and obs.replicas_reporting < obs.replicas.ready:
             missing = obs.replicas.ready - obs.replicas_reporting
-            step = Step(
-                current, Reason.HOLD_PARTIAL_DATA, f"{missing} ready replicas not reporting: no scale-down"
-            )
-            chain = state.chain
+            why = f"{missing} ready replicas not reporting: no scale-down"
+            step, chain = Step(current, Reason.HOLD_PARTIAL_DATA, why), state.chain
         state = replace(state, chain=chain)
         return self._decision(step, obs, state, spec), state
 
@@ -324,16 +322,18 @@ class FleetSLOPolicy:
         """Whether one replica at ``rate`` meets both targets with the measured margins (a target
         an idle replica misses or nearly misses relaxed, see ``_targets``)."""
         ttft, tpot, _ = self._targets(state, spec)
-        return self._at(rate, state, spec).meets(ttft, tpot)
+        assert state.mix is not None
+        q, top = spec.objectives.tpot.quantile, spec.batch_limit.max
+        return state.model.meets(rate, state.mix, top, q, ttft=ttft, tpot=tpot)
 
     def _targets(self, state: FleetSLOState, spec: FleetSLOSpec) -> tuple[float, float, str | None]:
         """The p90 TTFT and TPOT the sizing holds a replica to: the targets over the measured
         margins, one an idle replica misses or nearly misses relaxed (``sizing.reachable``), and why."""
-        _, ttft_margin, tpot_margin = self._margins(state)
-        objectives = spec.objectives
-        ttft, tpot = objectives.ttft.threshold / ttft_margin, objectives.tpot.threshold / tpot_margin
-        key = (state.model, state.mix, ttft, tpot)
+        o = spec.objectives
+        key = (state.model, state.mix, state.calibration, o.ttft.threshold, o.tpot.threshold)
         if self._targets_memo is None or self._targets_memo[0] != key:
+            _, ttft_margin, tpot_margin = self._margins(state)
+            ttft, tpot = o.ttft.threshold / ttft_margin, o.tpot.threshold / tpot_margin
             idle = self._at(_IDLE_RATE, state, spec)
             self._targets_memo = (key, reachable(idle, ttft, tpot, 1 + self.config.headroom))
         return self._targets_memo[1]
