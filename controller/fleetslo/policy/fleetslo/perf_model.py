@@ -196,14 +196,18 @@ def _operating_point(
             # Another prompt starts only when one of the other cap - 1 slots frees.
             seen = served * interference * (cap - 1) / cap
             return _OperatingPoint(
-                True, w, n, cap, tau, tau_d, seen, s_mean, s2, served, service, hold, (0.0, INF)
-            )
+                limited=True, w=w, n=n, cap=cap, tau=tau, tau_d=tau_d, seen=seen, s_mean=s_mean, s2=s2,
+                served=served, service=service, hold=hold, slot=(0.0, INF),
+            )  # fmt: skip
         held = rate * hold
     # The prompts that land during a request's decode are the other slots' admissions: all
     # arrivals while the cap has room, at most the turnover of cap - 1 slots when it has not.
     seen = rate * interference * min(1.0, (cap - 1) / held) if held > 0 else 0.0
     slot = slot_wait(cap, held, hold, _hold_spread(service, mix.output, tau, hold))
-    return _OperatingPoint(False, w, n, cap, tau, tau_d, seen, s_mean, s2, rate, service, hold, slot)
+    return _OperatingPoint(
+        limited=False, w=w, n=n, cap=cap, tau=tau, tau_d=tau_d, seen=seen, s_mean=s_mean, s2=s2,
+        served=rate, service=service, hold=hold, slot=slot,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
