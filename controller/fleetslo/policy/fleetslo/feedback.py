@@ -40,7 +40,8 @@ def without_model(obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, ba
     A TTFT breach alone in a window replicas joined holds, as in ``corrected``: it is the
     newcomers' flood, and multiplying the ready fleet by it (ServeGen's reasoning traffic, a mix
     the model briefly called unreachable: 53 ready x 1.81 -> the maximum of 96, where 15 served
-    the next window within both targets) buys replicas that would flood the same way.
+    the next window within both targets) buys replicas that would flood the same way. A breach
+    with TPOT in it is multiplied onto the replicas that served the window, as in ``corrected``.
     """
     current = obs.replicas.provisioned
     pressure = signals.breach(obs, spec, band)
@@ -48,8 +49,10 @@ def without_model(obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, ba
         return Plan(current, Reason.STEADY, f"{why}; targets met: hold at {current}")
     if newcomers_flood(state, obs, spec, band):
         return Plan(current, Reason.STEADY, f"{why}; p90 at {pressure:.2f}x while replicas joined: hold")
-    need = max(current, math.ceil(obs.replicas.ready * min(pressure, MAX_STEP)))
-    return Plan(need, Reason.SCALE_UP_SLO_BREACH, f"{why}; p90 at {pressure:.2f}x target: {need}")
+    served = _served(state, obs)
+    need = max(current, math.ceil(served * min(pressure, MAX_STEP)))
+    on = "" if served == obs.replicas.ready else f" on the {served} ready before replicas joined"
+    return Plan(need, Reason.SCALE_UP_SLO_BREACH, f"{why}; p90 at {pressure:.2f}x target{on}: {need}")
 
 
 def corrected(
@@ -85,14 +88,7 @@ def corrected(
     if pressure is None or plan.replicas > current:
         return plan
     joined = newcomers_flood(state, obs, spec, band)
-    # The window's p90s came from the fleet that served it: where replicas joined within it, the
-    # fewest ready in it (after a spike's cold start, 4 ready replicas' backlog read 12x on the 24
-    # now ready, and the ready count times that bought 48 where 7 served: drawn 94).
-    served = obs.replicas.ready
-    if replicas_joined(state, obs) and state.ready_before is not None:
-        # the count before the last join, or fewer: replicas may have joined more than once
-        during = [int(r) for t, r in state.ready_history if t >= obs.at - obs.window]
-        served = min([state.ready_before, *during])
+    served = _served(state, obs)
     need = current if joined else math.ceil(served * min(pressure, MAX_STEP))
     if need <= current:
         earlier = served < obs.replicas.ready
@@ -107,6 +103,17 @@ def corrected(
         return Plan(current, reason, f"{plan.message}; {why}: hold")
     message = f"p90 at {pressure:.2f}x its target although sized for it: {current} -> {need}"
     return Plan(need, Reason.SCALE_UP_SLO_BREACH, message)
+
+
+def _served(state: FleetSLOState, obs: Observation) -> int:
+    """The ready replicas behind the window's p90s: where replicas joined within it, the fewest
+    ready in it (after a spike's cold start, 4 ready replicas' backlog read 12x on the 24 now
+    ready, and the ready count times that bought 48 where 7 served: drawn 94)."""
+    if not replicas_joined(state, obs) or state.ready_before is None:
+        return obs.replicas.ready
+    # the count before the last join, or fewer: replicas may have joined more than once
+    during = [int(r) for t, r in state.ready_history if t >= obs.at - obs.window]
+    return min([state.ready_before, *during])
 
 
 def _judged(spec: FleetSLOSpec, ttft: float, tpot: float) -> FleetSLOSpec:

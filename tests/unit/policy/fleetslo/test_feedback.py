@@ -110,7 +110,10 @@ def test_without_a_model_a_ttft_breach_on_a_grown_fleet_holds_and_a_tpot_breach_
     assert held.replicas == 12 and held.reason is Reason.STEADY
     assert held.message == f"{why}; p90 at 1.50x while replicas joined: hold"
     fed = feedback.without_model(obs(T, 12, 30.0, ttft=3.0, tpot=0.075), grown, SPEC, BAND, why)
-    assert fed.reason is Reason.SCALE_UP_SLO_BREACH and fed.replicas == 18
+    # in proportion to the 10 that served the window, as ``corrected`` does (it was the 12 now
+    # ready: 18)
+    assert fed.reason is Reason.SCALE_UP_SLO_BREACH and fed.replicas == 15
+    assert fed.message == f"{why}; p90 at 1.50x target on the 10 ready before replicas joined: 15"
     lost = state((10, T - 20.0), 12)  # two lost without a scale-down: capacity gone, fed back
     assert feedback.without_model(obs(T, 10, 30.0, ttft=3.0), lost, SPEC, BAND, why).replicas == 15
 
