@@ -8,7 +8,10 @@ stabilization window), windows violated after a step and when the targets were m
 long after a step the fleet settles within 15 % of the oracle's size, windows with a batch limit
 below the engine's maximum while no replica was starting (a standing cap), and for fleetslo the
 model's prediction error: the predicted p90 TTFT and TPOT of each steady-state decision (fleet
-unchanged, nothing starting) against the exact p90s of the following window.
+unchanged, nothing starting) against what the controller's next observation shows (bucket
+-interpolated, as the controller reads it; the row's ``prediction.exact`` is the same against the
+exact p90s of the following window, ``prediction.persistence`` the last window's p90s taken as the
+prediction).
 
 The oracle sees every ramp a cold start ahead; no reactive policy can. The *no-foresight*
 frontier (``fleetslo.sim.oracle.no_foresight``) is the oracle's exact per-minute need, known as
