@@ -127,11 +127,11 @@ def meets(
     """Whether ``predict(...)`` meets p90 ``ttft`` (its TTFT times ``ttft_scale``) and ``tpot``,
     without solving for either quantile: each is at most its target where the share of requests
     above the target is at most ``1 - q``. The sizing's search asks only this, about 25 times a
-    decision; one evaluation of each tail instead of a bisection's 24 makes a decision about three
-    times cheaper. The answer differs from comparing the solved p90s only where a target lies
-    within the bisection's last step (2^-24 of its bracket) of the p90."""
+    decision; one evaluation of each tail instead of a bisection's 24 makes the search 4.7x cheaper
+    (``benchmarks decide``) and a decision 2.4x. The answer differs from comparing the solved p90s
+    only where a target lies within the bisection's last step (2^-24 of its bracket) of the p90."""
     at = _operating_point(cost, max(rate, 1e-9), mix, limit, interference)
-    if at.limited and not ttft >= INF:
+    if at.limited and ttft < INF:
         return False  # the queue grows: TTFT is unbounded
     if not _tpot_within(tpot, at.tpot_tail(q, mix.output), at.tau_d):
         return False
