@@ -130,6 +130,8 @@ def meets(
     decision; one evaluation of each tail instead of a bisection's 24 makes the search 4.7x cheaper
     (``benchmarks decide``) and a decision 2.4x. The answer differs from comparing the solved p90s
     only where a target lies within the bisection's last step (2^-24 of its bracket) of the p90."""
+    if math.isnan(ttft) or math.isnan(tpot):
+        return False  # met by nothing, as in ``Prediction.meets``
     at = _operating_point(cost, max(rate, 1e-9), mix, limit, interference)
     if at.limited and ttft < INF:
         return False  # the queue grows: TTFT is unbounded

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from fleetslo.policy.fleetslo.learning import PerformanceModel
 from fleetslo.policy.fleetslo.mix import RequestMix
 from fleetslo.policy.fleetslo.perf_model import INF, meets, predict
@@ -68,6 +69,15 @@ def test_a_replica_that_cannot_serve_the_rate_meets_no_finite_ttft_target() -> N
     assert predict(MI325X, 40.0, mix, 8).ttft_p90 == INF
     assert not meets(MI325X, 40.0, mix, 8, 0.9, ttft=1e6, tpot=1.0)
     assert not meets(MI325X, 1e6, mix, None, 0.9, ttft=1e6, tpot=1e6)  # the prefill queue grows
+
+
+@pytest.mark.parametrize("limit", [None, 8])
+def test_a_nan_target_is_met_by_nothing_as_the_solved_p90s_meet_none(limit: int | None) -> None:
+    mix = RequestMix((2_000.0, 9_000.0), (3.0, 400.0))
+    for rate in (0.01, 40.0):
+        assert not predict(MI325X, rate, mix, limit).meets(math.nan, 1.0)
+        assert not meets(MI325X, rate, mix, limit, 0.9, ttft=math.nan, tpot=1.0)
+        assert not meets(MI325X, rate, mix, limit, 0.9, ttft=1e6, tpot=math.nan)
 
 
 def test_the_learned_model_meets_as_its_prediction_with_the_learned_bias_and_speed() -> None:
