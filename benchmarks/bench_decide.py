@@ -23,14 +23,16 @@ import os
 import random
 import statistics
 import time
+from collections.abc import Callable
 
 from fleetslo.policy.fleetslo import perf_model
 from fleetslo.policy.fleetslo.mix import RequestMix
-from fleetslo.policy.fleetslo.physics import StepCost
 from fleetslo.policy.fleetslo.sizing import smallest
+from fleetslo.sim.compare import step_cost
+from fleetslo.sim.profile import builtin_profile
 
 ROUNDS = int(os.environ.get("BENCH_DECIDE_ROUNDS", "5"))
-MI325X = StepCost(0.0225, 5.15e-05, 7.11e-05, 6.21e-09, 5.54e-10, 1024, 16384, "engine profile")
+MI325X = step_cost(builtin_profile("mi325x-qwen3-235b-fp8-tp4"))
 #: (name, prompt median, output median, p90 TTFT target)
 SHAPES = (("chat", 1_000, 250, 2.0), ("prefill-heavy", 8_000, 250, 8.0),
           ("long-context", 16_000, 250, 10.0), ("decode-heavy", 1_000, 1_500, 2.0))  # fmt: skip
@@ -57,24 +59,29 @@ def _capacity(mix: RequestMix, ttft: float) -> float:
     lo, hi = 0.0, 50.0
     for _ in range(40):
         mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if perf_model.predict(MI325X, mid, mix, None).meets(ttft, TPOT) else (lo, mid)
+        lo, hi = (mid, hi) if solved(mid, mix, ttft) else (lo, mid)
     return lo
 
 
-def search_solved(mix: RequestMix, load: float, ttft: float) -> int:
-    def ok(n: int) -> bool:
-        return perf_model.predict(MI325X, load / n, mix, None).meets(ttft, TPOT)
+def solved(rate: float, mix: RequestMix, ttft: float) -> bool:
+    """Until stop 46: both p90s solved, then compared."""
+    return perf_model.predict(MI325X, rate, mix, None).meets(ttft, TPOT)
 
+
+def tails(rate: float, mix: RequestMix, ttft: float) -> bool:
+    """``perf_model.meets``: each tail read once, at its target."""
+    return perf_model.meets(MI325X, rate, mix, None, 0.9, ttft=ttft, tpot=TPOT)
+
+
+def search(
+    test: Callable[[float, RequestMix, float], bool], mix: RequestMix, load: float, ttft: float
+) -> int:
+    """The fewest replicas for ``load`` by ``sizing.smallest``, each candidate judged by ``test``."""
     perf_model._predict.cache_clear()
-    return smallest(ok, lambda n: perf_model.predict(MI325X, load / n, mix, None), HIGH)[0]
-
-
-def search_tails(mix: RequestMix, load: float, ttft: float) -> int:
-    def ok(n: int) -> bool:
-        return perf_model.meets(MI325X, load / n, mix, None, 0.9, ttft=ttft, tpot=TPOT)
-
-    perf_model._predict.cache_clear()
-    return smallest(ok, lambda n: perf_model.predict(MI325X, load / n, mix, None), HIGH)[0]
+    found, _ = smallest(
+        lambda n: test(load / n, mix, ttft), lambda n: perf_model.predict(MI325X, load / n, mix, None), HIGH
+    )
+    return found
 
 
 def run() -> dict[str, object]:
@@ -82,9 +89,9 @@ def run() -> dict[str, object]:
     cpu: dict[str, list[float]] = {"solved": [], "tails": []}
     answers: dict[str, list[int]] = {"solved": [], "tails": []}
     for _ in range(ROUNDS):
-        for label, fn in (("solved", search_solved), ("tails", search_tails)):
+        for label, test in (("solved", solved), ("tails", tails)):
             started = time.process_time()
-            found = [fn(*search) for _, search in cases]
+            found = [search(test, *case) for _, case in cases]
             cpu[label].append(time.process_time() - started)
             answers[label] = found
     per_s = {label: len(cases) / statistics.median(times) for label, times in cpu.items()}

@@ -132,7 +132,8 @@ def meets(
     only where a target lies within the bisection's last step (2^-24 of its bracket) of the p90."""
     if math.isnan(ttft) or math.isnan(tpot):
         return False  # met by nothing, as in ``Prediction.meets``
-    at = _operating_point(cost, max(rate, 1e-9), mix, limit, interference)
+    rate = max(rate, 1e-9)  # as ``predict`` clamps it
+    at = _operating_point(cost, rate, mix, limit, interference)
     if at.limited and ttft < INF:
         return False  # the queue grows: TTFT is unbounded
     if not _tpot_within(tpot, at.tpot_tail(q, mix.output), at.tau_d):
@@ -140,7 +141,7 @@ def meets(
     if at.limited:
         return True
     # TTFT = (the quantile of waits and prefill + half a step) x scale <= target
-    return _ttft_within(ttft / ttft_scale - at.tau / 2, q, max(rate, 1e-9), at.service, at.slot)
+    return _ttft_within(ttft / ttft_scale - at.tau / 2, q, rate, at.service, at.slot)
 
 
 @dataclass(frozen=True, slots=True)

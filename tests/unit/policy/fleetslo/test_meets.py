@@ -10,10 +10,12 @@ from fleetslo.policy.fleetslo.learning import PerformanceModel
 from fleetslo.policy.fleetslo.mix import RequestMix
 from fleetslo.policy.fleetslo.perf_model import INF, meets, predict
 from fleetslo.policy.fleetslo.physics import CONSERVATIVE_PRIOR, StepCost
+from fleetslo.sim.compare import step_cost
+from fleetslo.sim.profile import builtin_profile
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-MI325X = StepCost(0.0225, 5.15e-05, 7.11e-05, 6.21e-09, 5.54e-10, 1024, 16384, "engine profile")
+MI325X = step_cost(builtin_profile("mi325x-qwen3-235b-fp8-tp4"))
 #: A target this close to the solved p90 (relative) may be judged either way: the bisection stops
 #: within 2^-24 of its bracket, which is at most a few times the p90 itself.
 EDGE = 1e-6
