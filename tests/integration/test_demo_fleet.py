@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import socket
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -11,8 +12,8 @@ from pathlib import Path
 import httpx
 import pytest
 from fleetslo.control.actuators.gate import GateActuator
-from fleetslo.control.local.fleet import LocalFleet
-from fleetslo.control.local.replica import ReplicaRecipe
+from fleetslo.control.local.fleet import LocalFleet, LocalFleetError
+from fleetslo.control.local.replica import LOOPBACK, Ports, ReplicaRecipe, free_port
 from fleetslo.control.sources.direct import DirectSource
 from fleetslo.core import conventions as cv
 from fleetslo.core.metrics.exposition import parse_vllm
@@ -139,3 +140,50 @@ def test_the_gate_and_the_engine_measure_latency_in_one_clock(tmp_path: Path) ->
     assert engine_ttft <= gate_ttft <= engine_ttft + 1.0, means
     gate_tpot, engine_tpot = means[cv.Histogram.TPOT]
     assert engine_tpot / 1.5 < gate_tpot < engine_tpot * 1.5, means
+
+
+def test_a_replica_whose_port_was_taken_starts_again_on_new_ports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another listener binds the sidecar's port between the pick and the sidecar's own bind (the
+    CI failure of eda3171): the sidecar exits with "address already in use", and the fleet starts
+    the replica again on new ports instead of giving up on the demo."""
+    spec = make_spec(builtin_profile(PROFILE), cold_start_s=20.0, name="demo")
+    (tmp_path / "token").write_text("s3cret-s3cret-s3cret")
+    recipe = ReplicaRecipe(
+        profile=PROFILE, model_name=spec.target.model_name, speedup=SPEEDUP, cold_start_s=0.0,
+        token_file=tmp_path / "token", log_dir=tmp_path, slo_ttft_s=2.0, slo_tpot_s=0.05,
+    )  # fmt: skip
+    squatter = socket.socket()
+    squatter.bind((LOOPBACK, free_port()))
+    squatter.listen(1)
+    taken = squatter.getsockname()[1]
+    picks = iter([Ports(free_port(), taken, free_port(), free_port())])
+    real_pick = Ports.pick
+    monkeypatch.setattr(Ports, "pick", classmethod(lambda cls: next(picks, None) or real_pick()))
+    fleet = LocalFleet(spec.target, recipe, SpeedClock(SPEEDUP).now)
+    try:
+        fleet.start(1, timeout=30.0)
+        (only,) = fleet.replicas
+        assert only.relaunches == 1 and only.ports.sidecar != taken
+        assert fleet.counts() == ReplicaCounts(1, 0, 0)
+        assert "address already in use" in (tmp_path / "demo-0-sidecar.log").read_text().lower()
+    finally:
+        fleet.close()
+        squatter.close()
+
+
+def test_a_replica_that_fails_for_another_reason_is_not_started_again(tmp_path: Path) -> None:
+    spec = make_spec(builtin_profile(PROFILE), cold_start_s=20.0, name="demo")
+    (tmp_path / "token").write_text("s3cret-s3cret-s3cret")
+    recipe = ReplicaRecipe(
+        profile="no-such-profile", model_name=spec.target.model_name, speedup=SPEEDUP, cold_start_s=0.0,
+        token_file=tmp_path / "token", log_dir=tmp_path, slo_ttft_s=2.0, slo_tpot_s=0.05,
+    )  # fmt: skip
+    fleet = LocalFleet(spec.target, recipe, SpeedClock(SPEEDUP).now)
+    try:
+        with pytest.raises(LocalFleetError, match="exited while starting"):
+            fleet.start(1, timeout=30.0)
+        assert [r.relaunches for r in fleet.replicas] == [0]
+    finally:
+        fleet.close()

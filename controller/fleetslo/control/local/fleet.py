@@ -3,7 +3,8 @@
 ``LocalFleet`` is, for one target, what a Deployment and its pods are on Kubernetes:
 
 * ``ReplicaActuator`` — ``scale(n)`` starts replicas (the two processes, on free loopback ports;
-  the sim-server's cold start counts from that moment) or removes them: starting ones first, newest
+  the sim-server's cold start counts from that moment; a replica whose port another listener took
+  before its process bound it starts again on new ones) or removes them: starting ones first, newest
   first (as a ReplicaSet deletes not-ready pods first), then the ones marked after a drain, then
   the newest. Removal sends SIGTERM to both processes; they are gone when both have exited;
 * ``PodDirectory`` — its pods, ready once the sim-server's ``/health`` and the sidecar's
@@ -37,7 +38,7 @@ from enum import StrEnum
 from typing import IO
 
 from fleetslo.control.local.probe import ReplicaProbe
-from fleetslo.control.local.replica import LOOPBACK, Ports, ReplicaRecipe, reap
+from fleetslo.control.local.replica import LOOPBACK, Ports, ReplicaRecipe, lost_its_port, reap, spawn
 from fleetslo.control.ports import ActuationResult, PodEndpoint, ScaleState
 from fleetslo.core.errors import Conflict, FleetSLOError
 from fleetslo.core.model import ReplicaCounts
@@ -47,6 +48,8 @@ log = logging.getLogger("fleetslo.actuators.local")
 
 #: Wall seconds a stopped process gets to exit before SIGKILL.
 STOP_GRACE_S = 5.0
+#: How often a starting replica is started again after another listener took one of its ports.
+MAX_PORT_RELAUNCHES = 3
 
 
 class LocalFleetError(FleetSLOError):
@@ -78,6 +81,11 @@ class LocalReplica:
     stop_deadline: float = math.inf
     preemptions: float = 0.0
     logs: Sequence[IO[bytes]] = ()
+    cold_start_s: float = 0.0
+    #: The epoch time its first start began (its simulated cold start counts from it).
+    started_at: float = 0.0
+    #: Starts again after losing a port to another listener (``_lost_a_port``).
+    relaunches: int = 0
 
     @property
     def serving(self) -> bool:
@@ -231,37 +239,52 @@ class LocalFleet:
     def _launch(self, cold_start_s: float) -> LocalReplica:
         name = f"{self.target.name}-{self._ordinal}"
         self._ordinal += 1
-        ports = Ports.pick()
-        logs = [(self.recipe.log_dir / f"{name}-{part}.log").open("wb") for part in ("engine", "sidecar")]
-        argvs = [
-            self.recipe.engine_argv(ports, cold_start_s=cold_start_s, started_at=self.epoch()),
-            self.recipe.sidecar_argv(ports),
-        ]
-        processes = []
+        ports, started_at = Ports.pick(), self.epoch()
         try:
-            for argv, out in zip(argvs, logs, strict=True):
-                processes.append(
-                    subprocess.Popen(
-                        argv,
-                        stdin=subprocess.DEVNULL,
-                        stdout=out,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,
-                    )
-                )
+            processes, logs = spawn(self.recipe, name, ports, cold_start_s, started_at, mode="wb")
         except OSError as exc:
-            for process in processes:
-                reap(process, 0.0)
-            for out in logs:
-                out.close()
             raise LocalFleetError(f"cannot start replica {name}: {exc}") from exc
-        replica = LocalReplica(name, ports, processes, self.clock(), logs=logs)
+        replica = LocalReplica(
+            name, ports, processes, self.clock(), logs=logs, cold_start_s=cold_start_s, started_at=started_at
+        )
         self.replicas.append(replica)
         self._publish()
         log.info(
             "%s: started (engine :%d, sidecar :%d, gate :%d)", name, ports.engine, ports.sidecar, ports.gate
         )
         return replica
+
+    def _lost_a_port(self, replica: LocalReplica) -> bool:
+        """Whether a starting replica's process exited because another one took its port first
+        (``free_port`` picks ports no outgoing connection takes, but another listener still can),
+        and it may start again on new ones."""
+        if replica.phase is not Phase.STARTING or replica.relaunches >= MAX_PORT_RELAUNCHES:
+            return False
+        if all(p.poll() is None for p in replica.processes):
+            return False
+        return lost_its_port(self.recipe, replica.name)
+
+    def _relaunch(self, replica: LocalReplica) -> None:
+        """Start a replica that lost a port again on new ones, with its cold start still counted
+        from its first start; the logs keep both attempts."""
+        for process in replica.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+            reap(process, 1.0)
+        for out in replica.logs:
+            out.close()
+        ports = Ports.pick()
+        log.warning("%s: a port was taken while it started; starting it again on new ports", replica.name)
+        try:
+            replica.processes, replica.logs = spawn(
+                self.recipe, replica.name, ports, replica.cold_start_s, replica.started_at, mode="ab"
+            )
+        except OSError as exc:  # nothing runs: it stops, and the monitor retires it
+            log.warning("%s: cannot start again: %s", replica.name, exc)
+            replica.processes, replica.logs = [], []
+            self._terminate(replica)
+        replica.ports, replica.relaunches = ports, replica.relaunches + 1
+        self._publish()
 
     def _stop_replica(self, replica: LocalReplica) -> None:
         if replica.phase is Phase.READY:
@@ -305,6 +328,8 @@ class LocalFleet:
     def _check_failed_start(self) -> None:
         with self._lock:
             for replica in self.replicas:
+                if self._lost_a_port(replica):
+                    continue  # the monitor starts it again
                 if replica.phase is Phase.STARTING and any(p.poll() is not None for p in replica.processes):
                     raise LocalFleetError(
                         f"{replica.name} exited while starting (logs: {self.recipe.log_dir})"
@@ -334,6 +359,10 @@ class LocalFleet:
                     self._retire(replica)
             return
         if replica.phase is Phase.GONE:
+            return
+        if self._lost_a_port(replica):
+            with self._lock:
+                self._relaunch(replica)
             return
         if any(p.poll() is not None for p in replica.processes):
             log.warning("%s: a process exited unexpectedly (logs in %s)", replica.name, self.recipe.log_dir)

@@ -9,21 +9,67 @@ Commands and ports only: ``fleetslo.control.local.fleet`` decides when replicas 
 from __future__ import annotations
 
 import json
+import random
 import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 LOOPBACK = "127.0.0.1"
 
 
-def free_port() -> int:
-    """A TCP port the OS has just handed out on loopback (free unless someone races for it)."""
-    with socket.socket() as s:
+#: Linux's default ephemeral range, used where ``/proc`` does not say (another OS, a sandbox).
+_EPHEMERAL_DEFAULT = (32768, 60999)
+#: How many ports below the ephemeral range ``free_port`` draws from.
+_BAND = 12000
+_handed_out: set[int] = set()
+_handed_out_lock = threading.Lock()
+
+
+def ephemeral_range(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> tuple[int, int]:
+    """The ports the kernel gives outgoing connections (and ``bind(port 0)``), inclusive."""
+    try:
+        low, high = (int(field) for field in path.read_text().split())
+    except (OSError, ValueError):
+        return _EPHEMERAL_DEFAULT
+    return (low, high) if 0 < low <= high <= 65535 else _EPHEMERAL_DEFAULT
+
+
+def free_port(rng: random.Random | None = None) -> int:
+    """A loopback TCP port nobody listens on, for a child process to bind a moment later.
+
+    Not one the kernel hands out itself (``bind`` to port 0): those come from the ephemeral range,
+    from which every outgoing connection also takes its local port, and the demo opens hundreds a
+    second (load, probes, scrapes), so one of them could take the port between this pick and the
+    child's ``bind`` — "address already in use" (seen in CI). Ports below the ephemeral range are
+    never given to outgoing connections, so only another listener can race for one; each is tried
+    here first, and never handed out twice by this process.
+    """
+    draw = rng or random.SystemRandom()
+    low, high = ephemeral_range()
+    band = (max(1024, low - _BAND), low - 1) if low > 1024 + 1000 else (high + 1, 65535)
+    with _handed_out_lock:
+        for _ in range(256):
+            port = draw.randint(*band)
+            if port not in _handed_out and _bindable(port):
+                _handed_out.add(port)
+                return port
+    with socket.socket() as s:  # a crowded band: the kernel's pick, as before
         s.bind((LOOPBACK, 0))
         return int(s.getsockname()[1])
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((LOOPBACK, port))
+        except OSError:
+            return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,3 +180,55 @@ def reap(process: subprocess.Popen[bytes], grace: float) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+def log_path(recipe: ReplicaRecipe, name: str, part: str) -> Path:
+    """Where a replica's ``part`` ("engine" or "sidecar") writes its output."""
+    return recipe.log_dir / f"{name}-{part}.log"
+
+
+def spawn(
+    recipe: ReplicaRecipe, name: str, ports: Ports, cold_start_s: float, started_at: float, *, mode: str
+) -> tuple[list[subprocess.Popen[bytes]], list[IO[bytes]]]:
+    """Start a replica's two processes, each in its own session, writing to its log (opened with
+    ``mode``: "wb" for a first start, "ab" to keep an earlier attempt's lines). On an ``OSError``
+    (out of processes, an unwritable log) whatever it started is stopped before it is raised."""
+    logs = [log_path(recipe, name, part).open(mode) for part in ("engine", "sidecar")]
+    argvs = [
+        recipe.engine_argv(ports, cold_start_s=cold_start_s, started_at=started_at),
+        recipe.sidecar_argv(ports),
+    ]
+    processes: list[subprocess.Popen[bytes]] = []
+    try:
+        for argv, out in zip(argvs, logs, strict=True):
+            processes.append(
+                subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            )
+    except OSError:
+        for process in processes:
+            reap(process, 0.0)
+        for out in logs:
+            out.close()
+        raise
+    return processes, logs
+
+
+def lost_its_port(recipe: ReplicaRecipe, name: str) -> bool:
+    """Whether one of the replica's processes says, at the end of its log, that it could not
+    listen because the address was in use (another listener took the port after ``free_port``)."""
+    for part in ("engine", "sidecar"):
+        try:
+            with log_path(recipe, name, part).open("rb") as out:
+                out.seek(max(0, out.seek(0, 2) - 8192))
+                tail = out.read().decode("utf-8", "replace").lower()
+        except OSError:
+            continue
+        if "address already in use" in tail:
+            return True
+    return False
