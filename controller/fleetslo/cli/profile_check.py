@@ -16,6 +16,7 @@ import os
 import random
 import statistics
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,13 @@ def client_p90s(shots: list[Any]) -> tuple[float | None, float | None, int]:
     ttfts = [s.ttft_s for s in shots if s.ok and s.ttft_s is not None]
     tpots = [s.tpot_s for s in shots if s.ok and s.tpot_s is not None]
     return exact_quantile(0.9, ttfts), exact_quantile(0.9, tpots), sum(1 for s in shots if not s.ok)
+
+
+def failure_reasons(shots: list[Any]) -> dict[str, int]:
+    """How many requests failed, by the client's reason (an exception's name, the server's message,
+    or a stream that ended before its first token): a timeout under a busy host reads differently
+    from an engine error."""
+    return dict(Counter(s.error or "no first token" for s in shots if not s.ok))
 
 
 def simulated_p90s(
@@ -185,6 +193,7 @@ def validate(bench: Any, profile_path: str, results: list[Any], seconds: float, 
         passed &= failed == 0 and all(e is not None and abs(e) <= TOLERANCE for e in (e_ttft, e_tpot))
         rows.append(
             {"fraction": fraction, "rate": rate * fraction, "requests": len(arrivals), "failed": failed,
+             "errors": failure_reasons(shots),
              "client_p90_ttft_s": ttft, "sim_p90_ttft_s": sim_ttft, "ttft_error": e_ttft,
              "client_p90_tpot_s": tpot, "sim_p90_tpot_s": sim_tpot, "tpot_error": e_tpot,
              "sim_engine_p90_ttft_s": sim_engine_ttft,

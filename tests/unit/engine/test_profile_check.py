@@ -86,3 +86,19 @@ def test_a_fresh_connections_phase_opens_one_connection_per_request() -> None:
 
     assert len(set(asyncio.run(_peer_ports(fresh=True)))) == 3
     assert len(set(asyncio.run(_peer_ports(fresh=False)))) == 1  # keep-alive: one connection
+
+
+def test_failed_requests_are_counted_by_their_reason() -> None:
+    from fleetslo.cli.profile_check import client_p90s, failure_reasons
+    from fleetslo.engine.client import Shot
+
+    shots = [
+        Shot(0.0, 16, 8, 0.1, 0.01, True),
+        Shot(0.1, 16, 0, None, None, False, "ReadTimeout"),
+        Shot(0.2, 16, 0, None, None, False, "ReadTimeout"),
+        Shot(0.3, 16, 0, None, None, False, "The model does not exist"),
+        Shot(0.4, 16, 0, None, None, False),
+    ]
+    assert failure_reasons(shots) == {"ReadTimeout": 2, "The model does not exist": 1, "no first token": 1}
+    assert client_p90s(shots)[2] == sum(failure_reasons(shots).values())
+    assert failure_reasons(shots[:1]) == {}
