@@ -14,13 +14,16 @@ land during its life, a Poisson number of them (rate ``λ``, sizes moment-matche
 short outputs that catch one long prefill make the p90, so it is computed over the output-length
 points, not from the mean.
 
-**TTFT.** The rest of the step in progress (half a mean step), queue wait, own prefill. Prefill
-is served first come first served, one prompt after another, each taking ``s(P)`` plus the steps
-it spans: an M/G/1 queue per replica with Pollaczek–Khinchine mean wait ``λ·E[S²]/(2(1 − ρ))``
-and the usual exponential tail beyond the probability ``ρ`` of waiting at all; the p90 of wait +
-own service is solved over the prompt points.
+**TTFT** (``ttft``). vLLM packs every waiting prompt into the next step while its token budget
+lasts, so a prompt waits for the step in progress to end, then rides the next one with the prompts
+that arrived alongside it: the step lengths form a chain whose spread grows with the prefill
+load, and the wait is a gamma moment-matched to it. On top: its own prefill and the decode steps
+its chunks ride in, and under a batch limit the wait for a slot. A queue grows only where the
+prompts need more of the steps' token budget than there is (``occupancy``) or the steps grow
+without bound. The p90 is solved over the prompt points. (Until stop 47 each prompt took a whole
+step in an M/G/1 queue, which read infinite at 60-80 % of the rate a replica carries.)
 
-**Stay.** A request stays in the replica for its prefill queue wait, its prefill and its decode:
+**Stay.** A request stays in the replica for its wait, its prefill and its decode:
 ``W = E[wait] + T̄``; Little's law turns it into the requests a steady state holds, ``λ·W``, so
 what the fleet holds beyond that is a queue (``backlog``), and a mix with longer outputs is held
 longer without being one.
@@ -28,8 +31,8 @@ longer without being one.
 **The batch limit** ``L`` caps the running sequences, and a request holds a slot from its prefill
 to its last token (``T̄ = E[service] + (D̄ − 1)·τ``, ``λ·T̄`` slots held). Below ``L`` the cap
 costs TTFT the wait for a free slot (Erlang C for the probability of waiting, the M/M/c
-exponential tail with Allen–Cunneen's ``(1 + c²)/2`` for its decay; the p90 of slot wait +
-prefill wait + own prefill is solved with the two waits' hypoexponential sum), and it buys TPOT:
+exponential tail with Allen–Cunneen's ``(1 + c²)/2`` for its decay, added to the step chain's
+wait), and it buys TPOT:
 another prompt starts only when one of the other ``L − 1`` slots frees, so a decode sees at most
 ``(L − 1)/T̄`` prefills a second (none at ``L = 1``). When the load would hold ``L`` slots or
 more, steps carry ``L`` sequences, ``τ_L = c0 + L·(c_seq + c_kv·C̄ + E[s]/D̄)``, the replica serves
@@ -45,11 +48,12 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fleetslo.policy.fleetslo.mix import RequestMix
 from fleetslo.policy.fleetslo.physics import StepCost
+from fleetslo.policy.fleetslo.ttft import FirstToken, hold_spread, slot_wait, step_chain
 
 INF = math.inf
 _SQRT2 = math.sqrt(2.0)
@@ -108,8 +112,8 @@ def _predict(
     if at.limited:
         return Prediction(INF, tpot, at.w, min(at.n, at.cap), True, at.served, INF)
     # An arrival first waits for the step in progress to end: half a mean step on average.
-    ttft = _ttft_quantile(q, rate, at.service, at.slot) + at.tau / 2
-    return Prediction(ttft, tpot, at.w, at.n, False, rate, _prefill_wait(rate, at.service) + at.hold)
+    first = at.first_token(rate)
+    return Prediction(first.quantile(q), tpot, at.w, at.n, False, rate, first.mean_wait() + at.hold)
 
 
 def meets(
@@ -140,8 +144,8 @@ def meets(
         return False
     if at.limited:
         return True
-    # TTFT = (the quantile of waits and prefill + half a step) x scale <= target
-    return _ttft_within(ttft / ttft_scale - at.tau / 2, q, rate, at.service, at.slot)
+    # TTFT (the waits and the prompt's own service) x scale <= target
+    return at.first_token(rate).within(ttft / ttft_scale, q)
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,9 +163,16 @@ class _OperatingPoint:
     s_mean: float
     s2: float
     served: float
+    #: Each prompt point's own prefill and the decode steps its chunks ride in.
     service: tuple[float, ...]
+    #: What each prompt point takes of the steps' token budget, in seconds of steps.
+    occupancy: tuple[float, ...]
     hold: float
     slot: tuple[float, float]
+
+    def first_token(self, rate: float) -> FirstToken:
+        ahead = step_chain(rate, self.tau, self.s_mean, self.s2)
+        return FirstToken(rate, self.service, self.occupancy, ahead, self.slot)
 
     def tpot_tail(self, q: float, outputs: Sequence[float]) -> _TpotTail | None:
         return _TpotTail.of(q, tau=self.tau, rate=self.seen, s_mean=self.s_mean, s2=self.s2, outputs=outputs)
@@ -186,6 +197,8 @@ def _operating_point(
     tau = cost.overhead_s / (1 - w) if w < 1 else INF
     tau_d = cost.overhead_s + n * per_token
     service = tuple(s + tau_d * c for s, c in zip(prefill, chunks, strict=True))
+    budget = max(cost.max_batched_tokens - n, 1.0) if n < INF else 1.0
+    occupancy = tuple(s + tau_d * p / budget for s, p in zip(prefill, mix.prompt, strict=True))
     # A request holds a slot of the cap from admission (its prefill) to its last token.
     hold = sum(service) / len(service) + max(out - 1, 0.0) * tau
     held = rate * hold
@@ -200,16 +213,16 @@ def _operating_point(
             seen = served * interference * (cap - 1) / cap
             return _OperatingPoint(
                 limited=True, w=w, n=n, cap=cap, tau=tau, tau_d=tau_d, seen=seen, s_mean=s_mean, s2=s2,
-                served=served, service=service, hold=hold, slot=(0.0, INF),
+                served=served, service=service, occupancy=occupancy, hold=hold, slot=(0.0, INF),
             )  # fmt: skip
         held = rate * hold
     # The prompts that land during a request's decode are the other slots' admissions: all
     # arrivals while the cap has room, at most the turnover of cap - 1 slots when it has not.
     seen = rate * interference * min(1.0, (cap - 1) / held) if held > 0 else 0.0
-    slot = slot_wait(cap, held, hold, _hold_spread(service, mix.output, tau, hold))
+    slot = slot_wait(cap, held, hold, hold_spread(service, mix.output, tau, hold))
     return _OperatingPoint(
         limited=False, w=w, n=n, cap=cap, tau=tau, tau_d=tau_d, seen=seen, s_mean=s_mean, s2=s2,
-        served=rate, service=service, hold=hold, slot=slot,
+        served=rate, service=service, occupancy=occupancy, hold=hold, slot=slot,
     )  # fmt: skip
 
 
@@ -277,102 +290,3 @@ def _poisson_cdf(k: int, mu: float) -> float:
     a = k + 1
     z = ((mu / a) ** (1 / 3) - (1 - 1 / (9 * a))) / math.sqrt(1 / (9 * a))
     return 1 - 0.5 * (1.0 + math.erf(z / _SQRT2))  # the standard normal's cdf, as statistics.NormalDist's
-
-
-def _hold_spread(service: Sequence[float], outputs: Sequence[float], tau: float, hold: float) -> float:
-    """Squared coefficient of variation of the slot holding time (prompt and output independent)."""
-
-    def var(xs: Sequence[float]) -> float:
-        m = sum(xs) / len(xs)
-        return sum((x - m) ** 2 for x in xs) / len(xs)
-
-    return (var(service) + tau * tau * var(outputs)) / (hold * hold) if hold > 0 else 0.0
-
-
-def slot_wait(cap: int, held: float, hold: float, spread: float) -> tuple[float, float]:
-    """(probability of waiting, decay rate of the wait) for a slot of ``cap``, ``held`` of them busy
-    on average, each for ``hold`` seconds with squared coefficient of variation ``spread``: Erlang C
-    for the probability, the M/M/c exponential tail with Allen–Cunneen's ``(1 + c²)/2`` for the
-    decay. ``(0, inf)`` when the cap is far above what the load holds (the engine's maximum)."""
-    if held <= 0 or cap - held > 6 * math.sqrt(held) + 6:
-        return 0.0, INF
-    erlang_b = 1.0
-    for k in range(1, cap + 1):
-        erlang_b = held * erlang_b / (k + held * erlang_b)
-    waiting = cap * erlang_b / (cap - held * (1 - erlang_b))
-    return min(1.0, waiting), (cap - held) / hold * 2 / (1 + spread)
-
-
-def _prefill_wait(rate: float, service: Sequence[float]) -> float:
-    """Mean wait in the M/G/1 prefill queue (Pollaczek–Khinchine); ``inf`` when it grows."""
-    mean = sum(service) / len(service)
-    rho = rate * mean
-    if rho >= 1:
-        return INF
-    return rate * sum(s * s for s in service) / len(service) / (2 * (1 - rho))
-
-
-def _ttft_quantile(
-    q: float, rate: float, service: Sequence[float], slot: tuple[float, float] = (0.0, INF)
-) -> float:
-    """The q-quantile of slot wait + M/G/1 prefill wait + own service (``_ttft_above``)."""
-    solved = _ttft_above(q, rate, service, slot)
-    if solved is None:
-        return INF
-    above, hi = solved
-    lo = 0.0
-    while above(hi) > 1 - q:  # the two tails' sum can reach past the sum of their quantiles
-        hi *= 2
-    for _ in range(_BISECTIONS):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if above(mid) > 1 - q else (lo, mid)
-    return hi
-
-
-def _ttft_within(
-    target: float, q: float, rate: float, service: Sequence[float], slot: tuple[float, float]
-) -> bool:
-    """``_ttft_quantile(...) <= target``, read off the tail at the target (the quantile is above 0)."""
-    solved = _ttft_above(q, rate, service, slot)
-    if solved is None:
-        return target >= INF
-    return target > 0 and solved[0](target) <= 1 - q
-
-
-def _ttft_above(
-    q: float, rate: float, service: Sequence[float], slot: tuple[float, float]
-) -> tuple[Callable[[float], float], float] | None:
-    """The share of requests whose slot wait + M/G/1 prefill wait + own service passes ``t``, and
-    a first bracket for its q-quantile; ``None`` where the prefill queue grows. Each wait is 0
-    with some probability (1 − P for the slot, 1 − ρ for the prefill queue), else exponential;
-    the sum of the two exponentials is hypoexponential."""
-    mean = sum(service) / len(service)
-    rho = rate * mean
-    if rho >= 1:
-        return None
-    wait = rate * sum(s * s for s in service) / len(service) / (2 * (1 - rho))
-    decay = rho / wait if wait > 0 else INF
-    p_slot, theta = slot
-
-    def waits_above(u: float) -> float:
-        if u < 0:
-            return 1.0
-        a = rho * math.exp(-u * decay) if decay < INF else 0.0
-        if p_slot <= 0 or theta == INF:
-            return a
-        b = math.exp(-u * theta)
-        if decay == INF:
-            both = b
-        elif abs(theta - decay) < 1e-9 * theta:
-            both = (1 + theta * u) * b
-        else:
-            both = (theta * math.exp(-u * decay) - decay * b) / (theta - decay)
-        return (1 - p_slot) * a + p_slot * ((1 - rho) * b + rho * both)
-
-    def above(t: float) -> float:
-        return sum(1.0 if s > t else waits_above(t - s) for s in service) / len(service)
-
-    tail = math.log(max(rho, 1e-12) / (1 - q)) / decay if decay < INF else 0.0
-    if p_slot > 0 and theta < INF:
-        tail = max(tail, 0.0) + math.log(max(p_slot, 1e-12) / (1 - q)) / theta
-    return above, max(service) + max(tail, 0.0)
