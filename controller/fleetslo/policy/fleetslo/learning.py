@@ -7,7 +7,7 @@ physics; three numbers learned from every clean window fit it to the fleet:
 * ``interference`` scales how many prefills a decoding request lives through, relative to the
   mean-field Poisson rate (routing imbalance and chunking make the tail of TPOT worse than the
   mean load predicts);
-* ``ttft_bias`` multiplies the predicted p90 TTFT (bucket interpolation, what M/G/1 leaves out).
+* ``ttft_bias`` multiplies the predicted p90 TTFT (bucket interpolation, what the step chain leaves out).
 
 ``speed`` and ``interference`` both move the predicted p90 TPOT, differently with load: speed
 moves the whole curve and its knee, interference the tail at high prefill load. They are fitted

@@ -1,7 +1,7 @@
 """``fleetslo``: hold p90 TTFT and p90 TPOT under their targets at the lowest replica count.
 
 Two knobs on two time scales, both chosen from one model of what a replica carries
-(``perf_model``: step physics, the request mix's length distributions, M/G/1 queueing of prefill):
+(``perf_model``: step physics, the request mix's length distributions, the chain of steps prompts join):
 
 * **Replicas** act in minutes: the cheapest count whose predicted p90 TTFT and TPOT meet both
   targets at the arrival rate forecast one cold start ahead, with ``headroom``. The instant load
