@@ -86,3 +86,10 @@ def test_the_ephemeral_range_is_read_from_proc_or_defaults(
 def test_a_range_reaching_down_low_draws_above_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(replica, "ephemeral_range", lambda: (1024, 40000))
     assert all(free_port() > 40000 for _ in range(20))
+
+
+def test_released_ports_may_be_handed_out_again() -> None:
+    ports = replica.Ports.pick()
+    assert free_port(Scripted([ports.sidecar])) != ports.sidecar  # still handed out
+    replica.release(ports)
+    assert free_port(Scripted([ports.sidecar])) == ports.sidecar

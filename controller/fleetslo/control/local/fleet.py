@@ -38,7 +38,15 @@ from enum import StrEnum
 from typing import IO
 
 from fleetslo.control.local.probe import ReplicaProbe
-from fleetslo.control.local.replica import LOOPBACK, Ports, ReplicaRecipe, lost_its_port, reap, spawn
+from fleetslo.control.local.replica import (
+    LOOPBACK,
+    Ports,
+    ReplicaRecipe,
+    lost_its_port,
+    reap,
+    release,
+    spawn,
+)
 from fleetslo.control.ports import ActuationResult, PodEndpoint, ScaleState
 from fleetslo.core.errors import Conflict, FleetSLOError
 from fleetslo.core.model import ReplicaCounts
@@ -273,6 +281,7 @@ class LocalFleet:
             reap(process, 1.0)
         for out in replica.logs:
             out.close()
+        release(replica.ports)
         ports = Ports.pick()
         log.warning("%s: a port was taken while it started; starting it again on new ports", replica.name)
         try:
@@ -305,6 +314,7 @@ class LocalFleet:
             replica.phase = Phase.GONE
             self._publish()
             replica.gone_at = self.clock()
+            release(replica.ports)
         for out in replica.logs:
             out.close()
 

@@ -63,6 +63,13 @@ def free_port(rng: random.Random | None = None) -> int:
         return int(s.getsockname()[1])
 
 
+def release(ports: Ports) -> None:
+    """Let ``free_port`` hand these out again (their processes have exited): a long demo starts
+    thousands of replicas, more than the band below the ephemeral range holds."""
+    with _handed_out_lock:
+        _handed_out.difference_update((ports.engine, ports.sidecar, ports.gate, ports.admin))
+
+
 def _bindable(port: int) -> bool:
     with socket.socket() as s:
         try:
