@@ -187,3 +187,26 @@ def test_a_replica_that_fails_for_another_reason_is_not_started_again(tmp_path: 
         assert [r.relaunches for r in fleet.replicas] == [0]
     finally:
         fleet.close()
+
+
+def test_a_failed_start_the_monitor_saw_first_still_fails_the_start(tmp_path: Path) -> None:
+    """The CI failure of eef30f8: under load the monitor saw the engine exit first and stopped the
+    replica, so the start, which looked only for starting replicas whose process had exited, waited
+    out its timeout ("not ready after 30s") instead of saying the replica exited."""
+    spec = make_spec(builtin_profile(PROFILE), cold_start_s=20.0, name="demo")
+    (tmp_path / "token").write_text("s3cret-s3cret-s3cret")
+    recipe = ReplicaRecipe(
+        profile="no-such-profile", model_name=spec.target.model_name, speedup=SPEEDUP, cold_start_s=0.0,
+        token_file=tmp_path / "token", log_dir=tmp_path, slo_ttft_s=2.0, slo_tpot_s=0.05,
+    )  # fmt: skip
+    fleet = LocalFleet(spec.target, recipe, SpeedClock(SPEEDUP).now)
+    try:
+        with fleet._lock:
+            replica = fleet._launch(cold_start_s=0.0)
+        wait_until(lambda: replica.processes[0].poll() is not None)  # the engine refused its profile
+        fleet._step(replica, poll_ready=True)  # the monitor's turn comes first
+        assert replica.ready_at is None and replica.phase.value == "stopping"
+        with pytest.raises(LocalFleetError, match="exited while starting"):
+            fleet._check_failed_start()
+    finally:
+        fleet.close()

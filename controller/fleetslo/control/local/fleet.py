@@ -336,11 +336,15 @@ class LocalFleet:
         return replica.preemptions if value is None else value
 
     def _check_failed_start(self) -> None:
+        """Raise if a warm replica failed to start: a process exited while it was starting, or the
+        monitor, seeing that first, already stopped it (it left starting without being ready)."""
         with self._lock:
             for replica in self.replicas:
                 if self._lost_a_port(replica):
                     continue  # the monitor starts it again
-                if replica.phase is Phase.STARTING and any(p.poll() is not None for p in replica.processes):
+                exited = any(p.poll() is not None for p in replica.processes)
+                stopped = replica.phase in (Phase.STOPPING, Phase.GONE) and replica.ready_at is None
+                if stopped or (replica.phase is Phase.STARTING and exited):
                     raise LocalFleetError(
                         f"{replica.name} exited while starting (logs: {self.recipe.log_dir})"
                     )
