@@ -5,7 +5,7 @@ saturation its steps grow long and uneven rather than serving one prompt per ste
 to serve them one per step (an M/G/1 queue charging each prompt a whole step): it read p90 TTFT
 infinite at 60-80 % of the rate the engine carries (short prompts at 14/s on the TP4 profile, 24/s
 on TP8, 40/s on the 8B), and 2.2-3.3x the engine's just below that. The step chain
-(``ttft.step_chain``) reads 0.88-1.00x at every point below. One replica, Poisson arrivals, the
+(``ttft.step_chain``) reads 0.90-1.02x at every point below. One replica, Poisson arrivals, the
 lengths drawn from the points the model is given.
 
 TPOT reads 0.58-0.97x here, lowest near the knee: a prefill that lands during a decode stretches

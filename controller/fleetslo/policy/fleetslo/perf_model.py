@@ -162,6 +162,7 @@ class _OperatingPoint:
     seen: float
     s_mean: float
     s2: float
+    s3: float
     served: float
     #: Each prompt point's own prefill and the decode steps its chunks ride in.
     service: tuple[float, ...]
@@ -171,7 +172,7 @@ class _OperatingPoint:
     slot: tuple[float, float]
 
     def first_token(self, rate: float) -> FirstToken:
-        ahead = step_chain(rate, self.tau, self.s_mean, self.s2)
+        ahead = step_chain(rate, self.tau, self.s_mean, self.s2, self.s3)
         return FirstToken(rate, self.service, self.occupancy, ahead, self.slot)
 
     def tpot_tail(self, q: float, outputs: Sequence[float]) -> _TpotTail | None:
@@ -189,6 +190,7 @@ def _operating_point(
     ]
     s_mean = sum(prefill) / len(prefill)
     s2 = sum(s * s for s in prefill) / len(prefill)
+    s3 = sum(s**3 for s in prefill) / len(prefill)
     out = mix.mean_output
     w_p, w_d = rate * s_mean, rate * out * per_token
     cap = min(limit or cost.max_num_seqs, cost.max_num_seqs)
@@ -212,7 +214,7 @@ def _operating_point(
             # Another prompt starts only when one of the other cap - 1 slots frees.
             seen = served * interference * (cap - 1) / cap
             return _OperatingPoint(
-                limited=True, w=w, n=n, cap=cap, tau=tau, tau_d=tau_d, seen=seen, s_mean=s_mean, s2=s2,
+                limited=True, w=w, n=n, cap=cap, tau=tau, tau_d=tau_d, seen=seen, s_mean=s_mean, s2=s2, s3=s3,
                 served=served, service=service, occupancy=occupancy, hold=hold, slot=(0.0, INF),
             )  # fmt: skip
         held = rate * hold
@@ -221,7 +223,7 @@ def _operating_point(
     seen = rate * interference * min(1.0, (cap - 1) / held) if held > 0 else 0.0
     slot = slot_wait(cap, held, hold, hold_spread(service, mix.output, tau, hold))
     return _OperatingPoint(
-        limited=False, w=w, n=n, cap=cap, tau=tau, tau_d=tau_d, seen=seen, s_mean=s_mean, s2=s2,
+        limited=False, w=w, n=n, cap=cap, tau=tau, tau_d=tau_d, seen=seen, s_mean=s_mean, s2=s2, s3=s3,
         served=rate, service=service, occupancy=occupancy, hold=hold, slot=slot,
     )  # fmt: skip
 

@@ -26,27 +26,31 @@ _SQRT2 = math.sqrt(2.0)
 _BISECTIONS = 24
 
 
-def step_chain(rate: float, tau: float, s_mean: float, s2: float) -> tuple[float, float]:
+def step_chain(rate: float, tau: float, s_mean: float, s2: float, s3: float) -> tuple[float, float]:
     """(shape, scale) of a gamma for ``R + X``: what a prompt waits for the step in progress to end
     (``R``) and for the other prompts that join its step (``X``), beside its own prefill.
 
     A prompt that arrives during step ``k`` is prefilled in step ``k + 1`` with every prompt that
     arrived during step ``k``: vLLM packs them into the token budget. So step lengths form a chain,
-    ``T' = τ_d + Σ s`` over a Poisson ``λ·T`` prompts, with mean ``τ`` and variance
-    ``v = λ·τ·E[s²]/(1 − ρ²)`` (``ρ = λ·E[s]``): near saturation steps grow long *and* uneven. The
-    step an arrival lands in is length-biased (a gamma of shape ``k + 1`` for a gamma ``T`` of shape
-    ``k``); given its length ``t``, ``R`` is uniform on ``[0, t]`` and ``X`` compound Poisson with
-    mean ``λ·t·E[s]`` and variance ``λ·t·E[s²]``. The sum is moment-matched to a gamma. Against the
-    simulator's engine (short, chat and long prompts on three profiles up to where the queue
-    grows, ``tests/unit/sim/test_model_near_saturation.py``) the p90 TTFT reads 0.9-1.0x; serving one
-    prompt per step, as the model did before, read infinite at 60-80 % of the rate the engine
-    carries."""
+    ``T' = τ_d + Σ s`` over a Poisson ``λ·T`` prompts (``s`` the prefills, moments ``E[s^j]``),
+    whose stationary cumulants follow from the law of total cumulance: mean ``τ``, variance
+    ``v = λ·τ·E[s²]/(1 − ρ²)`` and third cumulant ``(λ·τ·E[s³] + 3·λ²·E[s]·E[s²]·v)/(1 − ρ³)``
+    (``ρ = λ·E[s]``): near saturation steps grow long *and* uneven. The step an arrival lands in
+    is length-biased (``E[Tʲ⁺¹]/E[T]``); given its length ``t``, ``R`` is uniform on ``[0, t]``
+    and ``X`` compound Poisson with mean ``λ·t·E[s]`` and variance ``λ·t·E[s²]``. Mean and
+    variance of ``R + X`` are exact; the sum is moment-matched to a gamma
+    (``tests/unit/policy/fleetslo/test_step_chain.py``: p90 0.96-1.00x a simulation of the chain,
+    0.77x where rare prefills are 10-60x the step). Against the simulator's engine (short, chat and
+    long prompts on three profiles up to where the queue grows, ``benchmarks model``) the p90
+    TTFT reads 0.9-1.0x; serving one prompt per step, as the model did before, read infinite at
+    60-80 % of the rate the engine carries."""
     rho = rate * s_mean
     if rho >= 1 or tau >= INF:
         return INF, INF
     v = rate * tau * s2 / (1 - rho * rho)
-    biased = tau + v / tau  # E[T] of the step an arrival lands in
-    biased2 = biased * (biased + v / tau)  # its E[T²]: (k+1)(k+2)θ² with θ = v/τ
+    k3 = (rate * tau * s3 + 3 * rate * rate * s_mean * s2 * v) / (1 - rho**3)
+    biased = tau + v / tau  # E[T²]/E[T]: the mean of the step an arrival lands in
+    biased2 = (k3 + 3 * tau * v + tau**3) / tau  # E[T³]/E[T]: its second moment
     a = 0.5 + rho
     mean = a * biased
     var = biased2 / 12 + rate * s2 * biased + a * a * (biased2 - biased * biased)
