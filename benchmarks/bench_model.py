@@ -26,6 +26,7 @@ from typing import Any
 
 from fleetslo.policy.fleetslo.mix import RequestMix
 from fleetslo.policy.fleetslo.perf_model import predict
+from fleetslo.policy.fleetslo.physics import StepCost
 from fleetslo.sim.compare import step_cost
 from fleetslo.sim.harness import make_engine, replay_open
 from fleetslo.sim.profile import builtin_profile
@@ -49,22 +50,22 @@ BAND = 0.2
 PAST_KNEE = 20.0
 
 
-def full_load(profile: str, mix: RequestMix) -> float:
-    """Requests/s at which prefill and per-token work fill every second (``w = 1``, decoders' KV
-    read at the mix's mean context): an upper bound on what the replica carries."""
-    cost = step_cost(builtin_profile(profile))
-    per_token = cost.per_seq_s + cost.per_kv_token_s * mix.decode_context()
-    prefill = [cost.per_prefill_token_s * p + cost.per_attention_token2_s * p * p / 2 for p in mix.prompt]
-    return 1.0 / (sum(prefill) / len(prefill) + mix.mean_output * per_token)
+def full_load(cost: StepCost, mix: RequestMix) -> float:
+    """Requests/s at which prefill and per-token work fill every second (``w = 1``): an upper
+    bound on what the replica carries. ``w`` grows linearly with the rate, so it is the
+    reciprocal of the model's utilization at 1 request/s."""
+    return 1.0 / predict(cost, 1.0, mix, None).utilization
 
 
-def engine_p90s(profile: str, lengths: Lengths, rate: float) -> tuple[float, float]:
-    """(p90 TTFT, p90 TPOT) of the engine offered Poisson ``rate`` (the first tenth left out)."""
+def engine_p90s(profile: str, lengths: Lengths, rate: float, n: int | None = None) -> tuple[float, float]:
+    """(p90 TTFT, p90 TPOT) of the engine offered ``n`` (``REQUESTS``) Poisson arrivals at
+    ``rate``, each length drawn from the points (the first tenth left out: warm-up)."""
+    n = REQUESTS if n is None else n
     rng, t, requests = random.Random(1), 0.0, []
-    for _ in range(REQUESTS):
+    for _ in range(n):
         t += rng.expovariate(rate)
         requests.append(Request(t, rng.choice(lengths[0]), rng.choice(lengths[1])))
-    done = replay_open(make_engine(builtin_profile(profile), limit=None), requests)[REQUESTS // 10 :]
+    done = replay_open(make_engine(builtin_profile(profile), limit=None), requests)[n // 10 :]
     ttft = sorted(r.ttft for r in done if r.ttft is not None)
     tpot = sorted(r.tpot for r in done if r.tpot is not None)
     return ttft[int(0.9 * len(ttft))], tpot[int(0.9 * len(tpot))]
@@ -77,7 +78,7 @@ def run() -> dict[str, Any]:
         cost = step_cost(builtin_profile(profile))
         for name, lengths in MIXES.items():
             mix = RequestMix(tuple(map(float, lengths[0])), tuple(map(float, lengths[1])))
-            top = full_load(profile, mix)
+            top = full_load(cost, mix)
             lightest = math.inf
             for load in LOADS:
                 rate = top * load

@@ -39,6 +39,18 @@ def wait_until(check: Callable[[], bool], timeout: float = 15.0) -> None:
         time.sleep(0.05)
 
 
+def warm_fleet(tmp_path: Path, profile: str = PROFILE) -> LocalFleet:
+    """A fleet of replicas that start without a cold start, logging under ``tmp_path``; an unknown
+    ``profile`` makes every engine exit at start."""
+    spec = make_spec(builtin_profile(PROFILE), cold_start_s=20.0, name="demo")
+    (tmp_path / "token").write_text("s3cret-s3cret-s3cret")
+    recipe = ReplicaRecipe(
+        profile=profile, model_name=spec.target.model_name, speedup=SPEEDUP, cold_start_s=0.0,
+        token_file=tmp_path / "token", log_dir=tmp_path, slo_ttft_s=2.0, slo_tpot_s=0.05,
+    )  # fmt: skip
+    return LocalFleet(spec.target, recipe, SpeedClock(SPEEDUP).now)
+
+
 def test_the_local_fleet_starts_scales_drains_and_stops_its_processes(tmp_path: Path) -> None:
     spec = make_spec(builtin_profile(PROFILE), cold_start_s=20.0, name="demo")
     target = spec.target
@@ -148,12 +160,6 @@ def test_a_replica_whose_port_was_taken_starts_again_on_new_ports(
     """Another listener binds the sidecar's port between the pick and the sidecar's own bind (the
     CI failure of eda3171): the sidecar exits with "address already in use", and the fleet starts
     the replica again on new ports instead of giving up on the demo."""
-    spec = make_spec(builtin_profile(PROFILE), cold_start_s=20.0, name="demo")
-    (tmp_path / "token").write_text("s3cret-s3cret-s3cret")
-    recipe = ReplicaRecipe(
-        profile=PROFILE, model_name=spec.target.model_name, speedup=SPEEDUP, cold_start_s=0.0,
-        token_file=tmp_path / "token", log_dir=tmp_path, slo_ttft_s=2.0, slo_tpot_s=0.05,
-    )  # fmt: skip
     squatter = socket.socket()
     squatter.bind((LOOPBACK, free_port()))
     squatter.listen(1)
@@ -161,7 +167,7 @@ def test_a_replica_whose_port_was_taken_starts_again_on_new_ports(
     picks = iter([Ports(free_port(), taken, free_port(), free_port())])
     real_pick = Ports.pick
     monkeypatch.setattr(Ports, "pick", classmethod(lambda cls: next(picks, None) or real_pick()))
-    fleet = LocalFleet(spec.target, recipe, SpeedClock(SPEEDUP).now)
+    fleet = warm_fleet(tmp_path)
     try:
         fleet.start(1, timeout=30.0)
         (only,) = fleet.replicas
@@ -174,13 +180,7 @@ def test_a_replica_whose_port_was_taken_starts_again_on_new_ports(
 
 
 def test_a_replica_that_fails_for_another_reason_is_not_started_again(tmp_path: Path) -> None:
-    spec = make_spec(builtin_profile(PROFILE), cold_start_s=20.0, name="demo")
-    (tmp_path / "token").write_text("s3cret-s3cret-s3cret")
-    recipe = ReplicaRecipe(
-        profile="no-such-profile", model_name=spec.target.model_name, speedup=SPEEDUP, cold_start_s=0.0,
-        token_file=tmp_path / "token", log_dir=tmp_path, slo_ttft_s=2.0, slo_tpot_s=0.05,
-    )  # fmt: skip
-    fleet = LocalFleet(spec.target, recipe, SpeedClock(SPEEDUP).now)
+    fleet = warm_fleet(tmp_path, profile="no-such-profile")
     try:
         with pytest.raises(LocalFleetError, match="exited while starting"):
             fleet.start(1, timeout=30.0)
@@ -193,13 +193,7 @@ def test_a_failed_start_the_monitor_saw_first_still_fails_the_start(tmp_path: Pa
     """The CI failure of eef30f8: under load the monitor saw the engine exit first and stopped the
     replica, so the start, which looked only for starting replicas whose process had exited, waited
     out its timeout ("not ready after 30s") instead of saying the replica exited."""
-    spec = make_spec(builtin_profile(PROFILE), cold_start_s=20.0, name="demo")
-    (tmp_path / "token").write_text("s3cret-s3cret-s3cret")
-    recipe = ReplicaRecipe(
-        profile="no-such-profile", model_name=spec.target.model_name, speedup=SPEEDUP, cold_start_s=0.0,
-        token_file=tmp_path / "token", log_dir=tmp_path, slo_ttft_s=2.0, slo_tpot_s=0.05,
-    )  # fmt: skip
-    fleet = LocalFleet(spec.target, recipe, SpeedClock(SPEEDUP).now)
+    fleet = warm_fleet(tmp_path, profile="no-such-profile")
     try:
         with fleet._lock:
             replica = fleet._launch(cold_start_s=0.0)

@@ -23,24 +23,12 @@ from __future__ import annotations
 import pytest
 from fleetslo.policy.fleetslo.perf_model import predict
 from fleetslo.sim.compare import step_cost
-from fleetslo.sim.harness import make_engine, replay_open
 from fleetslo.sim.profile import builtin_profile
 
-from tests.unit.sim.sim_support import CHAT, LONG, Lengths, mix_of, poisson_requests
+from benchmarks.bench_model import MIXES, engine_p90s
+from tests.unit.sim.sim_support import mix_of
 
-#: Short prompts and answers: a chatbot's quick turns.
-SHORT: Lengths = ((100, 200, 300, 400, 500, 600, 800, 1000, 1200, 1500),
-                  (20, 40, 50, 60, 70, 80, 90, 100, 120, 150))  # fmt: skip
-MIXES = {"short": SHORT, "chat": CHAT, "long": LONG}
 TP4, TP8, SMALL = "mi325x-qwen3-235b-fp8-tp4", "mi325x-qwen3-235b-fp8-tp8", "mi300x-llama3.1-8b-fp8-tp1"
-
-
-def engine_p90s(profile: str, lengths: Lengths, rate: float, n: int = 5000) -> tuple[float, float]:
-    done = replay_open(make_engine(builtin_profile(profile), limit=None), poisson_requests(lengths, rate, n))
-    done = done[n // 10 :]  # warm-up left out
-    ttft = sorted(r.ttft for r in done if r.ttft is not None)
-    tpot = sorted(r.tpot for r in done if r.tpot is not None)
-    return ttft[int(0.9 * len(ttft))], tpot[int(0.9 * len(tpot))]
 
 
 @pytest.mark.parametrize(
@@ -57,7 +45,7 @@ def engine_p90s(profile: str, lengths: Lengths, rate: float, n: int = 5000) -> t
     ],
 )
 def test_the_model_follows_the_engine_up_to_its_knee(profile: str, mix: str, rate: float) -> None:
-    engine_ttft, engine_tpot = engine_p90s(profile, MIXES[mix], rate)
+    engine_ttft, engine_tpot = engine_p90s(profile, MIXES[mix], rate, n=5000)
     model = predict(step_cost(builtin_profile(profile)), rate, mix_of(MIXES[mix]), None)
     assert not model.limited
     assert 0.8 * engine_ttft <= model.ttft_p90 <= 1.1 * engine_ttft, (engine_ttft, model)
@@ -67,6 +55,6 @@ def test_the_model_follows_the_engine_up_to_its_knee(profile: str, mix: str, rat
 def test_past_the_sequence_cap_the_queue_grows() -> None:
     """The 8B at 50 short prompts/s holds more sequences than its ``max_num_seqs``: the engine's
     TPOT sits at the cap's and its TTFT climbs over the run; the model calls the replica limited."""
-    engine_ttft, _ = engine_p90s(SMALL, SHORT, 50.0)
-    model = predict(step_cost(builtin_profile(SMALL)), 50.0, mix_of(SHORT), None)
+    engine_ttft, _ = engine_p90s(SMALL, MIXES["short"], 50.0, n=5000)
+    model = predict(step_cost(builtin_profile(SMALL)), 50.0, mix_of(MIXES["short"]), None)
     assert model.limited and model.ttft_p90 == float("inf") and engine_ttft > 1.0

@@ -111,7 +111,7 @@ def _predict(
     tpot = _tpot_quantile(q, at.tpot_tail(q, mix.output), at.tau_d)
     if at.limited:
         return Prediction(INF, tpot, at.w, min(at.n, at.cap), True, at.served, INF)
-    # An arrival first waits for the step in progress to end: half a mean step on average.
+    # The wait for a step to join (the step chain) and a batch slot, then the prompt's own service.
     first = at.first_token(rate)
     return Prediction(first.quantile(q), tpot, at.w, at.n, False, rate, first.mean_wait() + at.hold)
 
