@@ -104,17 +104,10 @@ def quantile(q: float, h: BucketHistogram | None) -> float | None:
         return -INF
     if q > 1:
         return INF
-    if not h.bounds or h.bounds[-1] != INF:
+    found = _rank_bucket(q, h)
+    if found is None:
         return None
-    counts = _monotonic(h.counts)
-    if len(counts) < 2:
-        return None
-    observations = counts[-1]
-    if observations == 0 or math.isnan(observations):
-        return None
-    rank = q * observations
-    # sort.Search over all but the +Inf bucket: first index whose count >= rank.
-    b = bisect_left(counts, rank, 0, len(counts) - 1)
+    b, rank, counts = found
     if b == len(counts) - 1:
         return h.bounds[-2]
     if b == 0 and h.bounds[0] <= 0:
@@ -128,6 +121,41 @@ def quantile(q: float, h: BucketHistogram | None) -> float | None:
         # Only q == 0 over an empty first bucket gets here: PromQL computes 0/0 and returns NaN.
         return None
     return start + (end - start) * (rank / count)
+
+
+def quantile_bucket(q: float, h: BucketHistogram | None) -> tuple[float, float] | None:
+    """The edges ``(lower, upper)`` of the bucket ``quantile(q, h)`` falls in: all the buckets say
+    about the true quantile, which lies anywhere between them; ``quantile`` is a linear guess
+    inside. The bucket is ``(0, first bound]`` for the first (``(b, b)`` where that bound is <= 0,
+    as PromQL answers it), ``(highest finite bound, inf)`` for the ``+Inf`` one. ``None`` where
+    ``quantile`` is, and for q outside [0, 1]."""
+    if h is None or not 0 <= q <= 1:
+        return None
+    found = _rank_bucket(q, h)
+    if found is None or quantile(q, h) is None:
+        return None
+    b, _, counts = found
+    if b == len(counts) - 1:
+        return h.bounds[-2], INF
+    if b == 0:
+        return (h.bounds[0], h.bounds[0]) if h.bounds[0] <= 0 else (0.0, h.bounds[0])
+    return h.bounds[b - 1], h.bounds[b]
+
+
+def _rank_bucket(q: float, h: BucketHistogram) -> tuple[int, float, list[float]] | None:
+    """(index of the bucket holding the q-rank, the rank, the monotonic counts), as PromQL finds
+    them; ``None`` where it gives NaN (no ``+Inf`` bound, under two buckets, no observations)."""
+    if not h.bounds or h.bounds[-1] != INF:
+        return None
+    counts = _monotonic(h.counts)
+    if len(counts) < 2:
+        return None
+    observations = counts[-1]
+    if observations == 0 or math.isnan(observations):
+        return None
+    rank = q * observations
+    # sort.Search over all but the +Inf bucket: first index whose count >= rank.
+    return bisect_left(counts, rank, 0, len(counts) - 1), rank, counts
 
 
 def _monotonic(counts: tuple[float, ...]) -> list[float]:

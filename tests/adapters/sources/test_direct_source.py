@@ -89,6 +89,8 @@ def test_sums_ready_pods_over_the_window(fleet: dict[str, Any]) -> None:
     assert obs.replicas_reporting == 2
     assert obs.request_rate == pytest.approx(6.0, rel=0.3)
     assert obs.ttft.p90 is not None and obs.ttft_attainment is not None
+    assert obs.ttft.p90_bucket is not None
+    assert obs.ttft.p90_bucket[0] <= obs.ttft.p90 <= obs.ttft.p90_bucket[1]
     assert obs.running is not None and obs.data_age is not None and obs.data_age < 0.5
     assert obs.gpu_utilization is None  # these sidecars read no GPU: unknown, not idle
 

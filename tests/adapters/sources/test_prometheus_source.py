@@ -94,6 +94,10 @@ def test_quantiles_equal_prometheus_histogram_quantile(prom: dict[str, Any]) -> 
     )
     expected = float(prom["server"].query(query % PODS["qwen"], at=at)[0]["value"][1])
     assert obs.ttft.p90 == pytest.approx(expected, abs=1e-9)
+    # and the bucket it was interpolated in, whose edges are the histogram's own
+    assert obs.ttft.p90_bucket is not None
+    low, high = obs.ttft.p90_bucket
+    assert low <= obs.ttft.p90 <= high and low < high
 
 
 def test_a_clock_ahead_of_the_data_sees_stale_data_and_no_reporting_replicas(prom: dict[str, Any]) -> None:

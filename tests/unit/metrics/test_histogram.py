@@ -13,6 +13,7 @@ from fleetslo.core.histogram import (
     is_reset,
     merge,
     quantile,
+    quantile_bucket,
 )
 from hypothesis import given
 from hypothesis import strategies as st
@@ -58,6 +59,21 @@ def test_quantile_repairs_non_monotonic_buckets_like_promql() -> None:
     dipped = BucketHistogram((0.1, 0.2, 0.4, INF), (5.0, 4.0, 8.0, 10.0))
     fixed = BucketHistogram((0.1, 0.2, 0.4, INF), (5.0, 5.0, 8.0, 10.0))
     assert quantile(0.45, dipped) == quantile(0.45, fixed)
+
+
+def test_quantile_bucket_is_the_bucket_the_interpolation_falls_in() -> None:
+    assert quantile_bucket(0.5, H) == (0.25, 0.5)
+    assert quantile_bucket(0.9, H) == (0.5, 1.0)  # the rank at the bucket's end is still its own
+    assert quantile_bucket(0.05, H) == (0.0, 0.1)  # the first bucket reaches down to 0
+    assert quantile_bucket(0.95, H) == (1.0, INF)  # past every finite edge: only a lower bound
+
+
+def test_quantile_bucket_is_none_where_the_quantile_is() -> None:
+    assert quantile_bucket(0.9, BucketHistogram((0.1, INF), (0.0, 0.0))) is None
+    assert quantile_bucket(0.9, None) is None
+    assert quantile_bucket(1.5, H) is None
+    assert quantile_bucket(0.0, BucketHistogram((1.0, INF), (0.0, 1.0))) is None
+    assert quantile_bucket(0.5, BucketHistogram((-1.0, 1.0, INF), (5.0, 8.0, 10.0))) == (-1.0, -1.0)
 
 
 def test_fraction_is_exact_when_the_threshold_is_a_bucket_edge() -> None:
@@ -158,3 +174,11 @@ def test_fraction_is_a_ratio_and_grows_with_the_threshold(h: BucketHistogram, t:
 @given(histograms, histograms)
 def test_delta_is_never_negative(a: BucketHistogram, b: BucketHistogram) -> None:
     assert all(c >= 0 for c in delta(a, b).counts)
+
+
+@given(histograms, st.floats(0, 1, exclude_min=True))
+def test_quantile_lies_in_its_bucket(h: BucketHistogram, q: float) -> None:
+    value, bucket = quantile(q, h), quantile_bucket(q, h)
+    assert (value is None) == (bucket is None)
+    if value is not None and bucket is not None:
+        assert bucket[0] <= value <= bucket[1]

@@ -7,7 +7,7 @@ from fleetslo.core import conventions as cv
 from fleetslo.core.histogram import INF, BucketHistogram
 from fleetslo.core.metrics.exposition import parse_vllm
 from fleetslo.core.metrics.window import SnapshotRing, WindowDelta, accumulate, between, combine, window_delta
-from fleetslo.core.model import EngineSnapshot
+from fleetslo.core.model import EngineSnapshot, Quantiles
 from fleetslo.testing import grow_capture
 from hypothesis import given
 from hypothesis import strategies as st
@@ -142,3 +142,18 @@ def test_the_ring_is_bounded_and_refuses_time_going_backwards() -> None:
     assert [item for _, item in ring] == [2, 3, 4]
     with pytest.raises(ValueError, match="older"):
         ring.append(1.0, 9)
+
+
+def test_a_windows_p90_comes_with_the_bucket_it_was_interpolated_in() -> None:
+    """Every observation lies in (0.1, 1.0]: the p90 reads 0.91 (a linear guess) and the truth is
+    anywhere in the bucket, so a prediction inside it is as right as the measurement can tell; one
+    outside it is checked against the reading."""
+    q = WindowDelta(60.0, {TTFT: BucketHistogram(BOUNDS, (0.0, 10.0, 10.0))}).quantiles(TTFT)
+    assert q.p90 == pytest.approx(0.91) and q.p90_bucket == (0.1, 1.0)
+    assert q.p90_seen_by(0.3) == 0.3 and q.p90_seen_by(0.1) == 0.1
+    assert q.p90_seen_by(0.05) == pytest.approx(0.91) and q.p90_seen_by(2.0) == pytest.approx(0.91)
+    assert q.p90_seen_by(INF) == pytest.approx(0.91)  # an unbounded prediction: the reading itself
+    assert Quantiles(p90=0.91).p90_seen_by(0.3) == 0.91  # a source that does not know the bucket
+    assert Quantiles().p90_seen_by(0.3) is None
+    assert WindowDelta(60.0, {}).quantiles(TTFT) == Quantiles()
+    assert Quantiles(p90=INF, p90_bucket=(1.0, INF)).finite_only() == Quantiles()

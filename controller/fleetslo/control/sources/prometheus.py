@@ -26,7 +26,7 @@ import httpx
 
 from fleetslo.control.sources.promql import SIGNAL_LABEL, Selection, Signal, observation_query, signal_exprs
 from fleetslo.core.errors import BadQuery, SourceUnavailable
-from fleetslo.core.histogram import BucketHistogram, fraction_at_or_below, quantile
+from fleetslo.core.histogram import BucketHistogram, fraction_at_or_below, quantile, quantile_bucket
 from fleetslo.core.model import Observation, Quantiles, ReplicaCounts
 from fleetslo.core.spec import FleetSLO
 from fleetslo.policy.base import LoadSample
@@ -231,7 +231,7 @@ def _scalar(samples: Samples, signal: Signal) -> float | None:
 
 
 def _quantiles(h: BucketHistogram | None) -> Quantiles:
-    return Quantiles(quantile(0.5, h), quantile(0.9, h), quantile(0.99, h))
+    return Quantiles(quantile(0.5, h), quantile(0.9, h), quantile(0.99, h), quantile_bucket(0.9, h))
 
 
 def _attainment(h: BucketHistogram | None, threshold: float) -> float | None:

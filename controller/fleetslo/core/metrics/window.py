@@ -24,6 +24,7 @@ from fleetslo.core.histogram import (
     fraction_at_or_below,
     merge,
     quantile,
+    quantile_bucket,
 )
 from fleetslo.core.model import EngineSnapshot, Quantiles
 
@@ -51,7 +52,8 @@ class WindowDelta:
     def quantiles(self, histogram: str) -> Quantiles:
         """p50/p90/p99 of a histogram over the window (``None`` each without observations)."""
         h = self.histograms.get(histogram)
-        return Quantiles(*(quantile(q, h) for q in cv.QUANTILES))
+        p50, p90, p99 = (quantile(q, h) for q in cv.QUANTILES)
+        return Quantiles(p50, p90, p99, quantile_bucket(0.9, h))
 
     def attainment(self, histogram: str, threshold: float) -> Fraction | None:
         """Share of the window's observations at or under ``threshold``."""

@@ -18,7 +18,9 @@ was sized for), or the sizing itself (the model with its margins) would not have
 window's per-replica rate within both targets — is the load's miss (a fleet under-sized in a step
 or a burst, queues building), not the model's: it is not counted, while a ratio at or below 1 from
 such a window still is (the model held even there). Kept, the overload minutes after a 3x step
-held the latency margins (TTFT /1.45, TPOT /1.22) for the half hour of ``KEEP`` checks.
+held the latency margins (TTFT /1.45, TPOT /1.22) for the half hour of ``KEEP`` checks. And a
+p90 read off histogram buckets is checked as the buckets allow (``Quantiles.p90_seen_by``, the
+policy's ``_check_model``): a prediction inside the p90's bucket is right as far as they tell.
 The sizing uses an upper quantile of them
 (``upper``): the load is multiplied by the load ratio's, and the targets are divided by the p90
 ratios', so a model that was optimistic by 15 % in one window in ten sizes for 15 % less latency.

@@ -90,9 +90,8 @@ class FleetSLOPolicy:
         current = obs.replicas.provisioned
         if current == 0:
             floor = max(spec.replicas.min, 1)
-            return Decision(
-                floor, obs.batch_limit, Reason.CLAMPED_MIN, f"no replica at all: start {floor}"
-            ), state
+            why = f"no replica at all: start {floor}"
+            return Decision(floor, obs.batch_limit, Reason.CLAMPED_MIN, why), state
         problem = signals.data_problem(obs, self.config.stale_after_s)
         if problem is not None:
             reason, why = problem
@@ -179,19 +178,21 @@ class FleetSLOPolicy:
         arrived than the load sized for now, at a rate the sizing meets (``calibration``). TPOT once
         the longest answers were decoded wholly on this fleet (``signals.decode_life``, the README)."""
         since = state.ready_since
-        if state.mix is None or self._warming_up(state, obs) or not obs.request_rate:
+        partial = obs.replicas_reporting != obs.replicas.ready or obs.replicas.draining
+        if state.mix is None or self._warming_up(state, obs) or not obs.request_rate or partial:
             return calibration
         if since is None or since[0] != obs.replicas.ready or obs.at - since[1] < obs.window:
             return calibration  # replicas joined or left within the window: another fleet served it
-        if obs.replicas_reporting != obs.replicas.ready or obs.replicas.draining:
-            return calibration
         # The window's own mix: what the load and its mix missed is the load ratio's to measure.
         mix = signals.request_mix(obs) or state.mix
         rate = obs.request_rate / obs.replicas_reporting
         before = state.model.predict(rate, mix, obs.batch_limit, spec.objectives.tpot.quantile)
         sized = not calibration.load.missed(obs.at) and self._meets(rate, state, spec)
-        tpot = signals.tpot_p90(obs) if obs.at - since[1] >= signals.decode_life(obs, state.mix) else None
-        return calibration.model_checked(before.ttft_p90, before.tpot_p90, obs.ttft.p90, tpot, sized=sized)
+        # A prediction inside the p90's bucket is as right as the buckets tell (``p90_seen_by``).
+        decoded = obs.at - since[1] >= signals.decode_life(obs, state.mix)
+        tpot = signals.tpot_quantiles(obs).p90_seen_by(before.tpot_p90) if decoded else None
+        ttft = obs.ttft.p90_seen_by(before.ttft_p90)
+        return calibration.model_checked(before.ttft_p90, before.tpot_p90, ttft, tpot, sized=sized)
 
     def _clean(
         self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, arrival: float | None
@@ -345,8 +346,7 @@ class FleetSLOPolicy:
         return spec.replicas.cold_start + self.config.interval if memory is None else memory
 
     def _calibration_args(self) -> tuple[float, float, float]:
-        cfg = self.config
-        return cfg.calibration_quantile, cfg.headroom, cfg.calibration_prior_weight
+        return self.config.calibration_quantile, self.config.headroom, self.config.calibration_prior_weight
 
     def _margins(self, state: FleetSLOState) -> tuple[float, float, float]:
         return state.calibration.margins(*self._calibration_args())
@@ -376,13 +376,11 @@ class FleetSLOPolicy:
             message = f"{message}; batch limit {obs.batch_limit} -> {limit}"
         predicted = self._expected(obs, state, spec, replicas, limit)
         return Decision(
-            replicas=replicas,
-            batch_limit=limit if limit is not None else obs.batch_limit,
-            reason=reason,
-            message=f"fleetslo: {message}",
+            replicas=replicas, batch_limit=limit if limit is not None else obs.batch_limit,
+            reason=reason, message=f"fleetslo: {message}",
             predicted_ttft_p90=None if predicted is None else _finite(predicted.ttft_p90),
             predicted_tpot_p90=None if predicted is None else _finite(predicted.tpot_p90),
-        )
+        )  # fmt: skip
 
     def _expected(
         self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, replicas: int, limit: int | None

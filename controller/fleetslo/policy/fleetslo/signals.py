@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from fleetslo.core.model import Observation, Reason
+from fleetslo.core.model import Observation, Quantiles, Reason
 from fleetslo.core.spec import FleetSLOSpec
 from fleetslo.policy.fleetslo.mix import RequestMix, measured
 
@@ -156,7 +156,12 @@ def reporting_scale(obs: Observation) -> float:
 
 
 def tpot_p90(obs: Observation) -> float | None:
-    return obs.tpot.p90 if obs.tpot.p90 is not None else obs.itl.p90
+    return tpot_quantiles(obs).p90
+
+
+def tpot_quantiles(obs: Observation) -> Quantiles:
+    """Per-request TPOT, or inter-token latency where the engine has no TPOT histogram."""
+    return obs.tpot if obs.tpot.p90 is not None else obs.itl
 
 
 def pressure(obs: Observation, spec: FleetSLOSpec) -> float | None:
