@@ -104,23 +104,8 @@ def quantile(q: float, h: BucketHistogram | None) -> float | None:
         return -INF
     if q > 1:
         return INF
-    found = _rank_bucket(q, h)
-    if found is None:
-        return None
-    b, rank, counts = found
-    if b == len(counts) - 1:
-        return h.bounds[-2]
-    if b == 0 and h.bounds[0] <= 0:
-        return h.bounds[0]
-    start, end, count = 0.0, h.bounds[b], counts[b]
-    if b > 0:
-        start = h.bounds[b - 1]
-        count -= counts[b - 1]
-        rank -= counts[b - 1]
-    if count == 0:
-        # Only q == 0 over an empty first bucket gets here: PromQL computes 0/0 and returns NaN.
-        return None
-    return start + (end - start) * (rank / count)
+    located = _located(q, h)
+    return None if located is None else located[0]
 
 
 def quantile_bucket(q: float, h: BucketHistogram | None) -> tuple[float, float] | None:
@@ -131,20 +116,14 @@ def quantile_bucket(q: float, h: BucketHistogram | None) -> tuple[float, float] 
     ``quantile`` is, and for q outside [0, 1]."""
     if h is None or not 0 <= q <= 1:
         return None
-    found = _rank_bucket(q, h)
-    if found is None or quantile(q, h) is None:
-        return None
-    b, _, counts = found
-    if b == len(counts) - 1:
-        return h.bounds[-2], INF
-    if b == 0:
-        return (h.bounds[0], h.bounds[0]) if h.bounds[0] <= 0 else (0.0, h.bounds[0])
-    return h.bounds[b - 1], h.bounds[b]
+    located = _located(q, h)
+    return None if located is None else located[1]
 
 
-def _rank_bucket(q: float, h: BucketHistogram) -> tuple[int, float, list[float]] | None:
-    """(index of the bucket holding the q-rank, the rank, the monotonic counts), as PromQL finds
-    them; ``None`` where it gives NaN (no ``+Inf`` bound, under two buckets, no observations)."""
+def _located(q: float, h: BucketHistogram) -> tuple[float, tuple[float, float]] | None:
+    """The q-quantile (0 <= q <= 1) by PromQL's rules and the bucket it was interpolated in, from
+    one search of the buckets; ``None`` where PromQL gives NaN (no ``+Inf`` bound, under two
+    buckets, no observations, q == 0 over an empty first bucket)."""
     if not h.bounds or h.bounds[-1] != INF:
         return None
     counts = _monotonic(h.counts)
@@ -155,7 +134,20 @@ def _rank_bucket(q: float, h: BucketHistogram) -> tuple[int, float, list[float]]
         return None
     rank = q * observations
     # sort.Search over all but the +Inf bucket: first index whose count >= rank.
-    return bisect_left(counts, rank, 0, len(counts) - 1), rank, counts
+    b = bisect_left(counts, rank, 0, len(counts) - 1)
+    if b == len(counts) - 1:
+        return h.bounds[-2], (h.bounds[-2], INF)
+    if b == 0 and h.bounds[0] <= 0:
+        return h.bounds[0], (h.bounds[0], h.bounds[0])
+    start, end, count = 0.0, h.bounds[b], counts[b]
+    if b > 0:
+        start = h.bounds[b - 1]
+        count -= counts[b - 1]
+        rank -= counts[b - 1]
+    if count == 0:
+        # Only q == 0 over an empty first bucket gets here: PromQL computes 0/0 and returns NaN.
+        return None
+    return start + (end - start) * (rank / count), (start, end)
 
 
 def _monotonic(counts: tuple[float, ...]) -> list[float]:
