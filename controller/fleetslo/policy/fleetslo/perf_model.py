@@ -53,11 +53,15 @@ from dataclasses import dataclass
 
 from fleetslo.policy.fleetslo.mix import RequestMix
 from fleetslo.policy.fleetslo.physics import StepCost
-from fleetslo.policy.fleetslo.ttft import FirstToken, hold_spread, slot_wait, step_chain
-
-INF = math.inf
-_SQRT2 = math.sqrt(2.0)
-_BISECTIONS = 24
+from fleetslo.policy.fleetslo.ttft import (
+    BISECTIONS,
+    INF,
+    FirstToken,
+    gamma_above,
+    hold_spread,
+    slot_wait,
+    step_chain,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,7 +270,7 @@ def _tpot_quantile(q: float, tail: _TpotTail | None, tau_d: float) -> float:
     lo, hi = tau_d, tau_d + tail.reach()
     if tail.above(lo - tau_d) <= tail.tail:
         return lo
-    for _ in range(_BISECTIONS):
+    for _ in range(BISECTIONS):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if tail.above(mid - tau_d) > tail.tail else (lo, mid)
     return hi
@@ -288,7 +292,4 @@ def _poisson_cdf(k: int, mu: float) -> float:
     if k <= 2:
         e = math.exp(-mu)
         return e * (1 + (mu if k >= 1 else 0.0) + (mu * mu / 2 if k >= 2 else 0.0))
-    # P(K ≤ k) = P(Gamma(k + 1) > mu), and the Wilson–Hilferty cube-root normal approximation.
-    a = k + 1
-    z = ((mu / a) ** (1 / 3) - (1 - 1 / (9 * a))) / math.sqrt(1 / (9 * a))
-    return 1 - 0.5 * (1.0 + math.erf(z / _SQRT2))  # the standard normal's cdf, as statistics.NormalDist's
+    return gamma_above(mu, k + 1, 1.0)  # P(K ≤ k) = P(Gamma(k + 1) > mu)

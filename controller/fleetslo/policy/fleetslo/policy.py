@@ -24,7 +24,6 @@ Pure: everything comes in as arguments and goes out in the returned decision and
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from typing import Any
 
@@ -34,9 +33,9 @@ from fleetslo.policy.base import Carried, Restored
 from fleetslo.policy.fleetslo import backlog, carry, feedback, signals
 from fleetslo.policy.fleetslo.calibration import LOAD_KEEP_HORIZONS, Calibration, moved
 from fleetslo.policy.fleetslo.config import FleetSLOConfig
+from fleetslo.policy.fleetslo.decision import decision
 from fleetslo.policy.fleetslo.feedback import Plan
 from fleetslo.policy.fleetslo.learning import PerformanceModel
-from fleetslo.policy.fleetslo.limit import batch_limit
 from fleetslo.policy.fleetslo.perf_model import Prediction
 from fleetslo.policy.fleetslo.physics import CONSERVATIVE_PRIOR
 from fleetslo.policy.fleetslo.sizing import Sizing, kv_floor, reachable, smallest
@@ -111,7 +110,7 @@ class FleetSLOPolicy:
             why = f"{missing} ready replicas not reporting: no scale-down"
             step, chain = Step(current, Reason.HOLD_PARTIAL_DATA, why), state.chain
         state = replace(state, chain=chain)
-        return self._decision(step, obs, state, spec), state
+        return decision(step, obs, state, spec, warming_up=self._warming_up(state, obs)), state
 
     # --- learning ---------------------------------------------------------------------------
 
@@ -364,35 +363,3 @@ class FleetSLOPolicy:
     @staticmethod
     def _warming_up(state: FleetSLOState, obs: Observation) -> bool:
         return state.first_seen is None or obs.at - state.first_seen < obs.window
-
-    # --- the batch limit and the decision ---------------------------------------------------
-
-    def _decision(self, step: Step, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec) -> Decision:
-        replicas, reason, message = step
-        limit = None if self._warming_up(state, obs) else batch_limit(obs, state, spec)
-        if replicas == obs.replicas.provisioned and limit is not None and limit != obs.batch_limit:
-            tighter = obs.batch_limit is None or limit < obs.batch_limit
-            reason = Reason.BATCH_LIMIT_TIGHTENED if tighter else Reason.BATCH_LIMIT_RELAXED
-            message = f"{message}; batch limit {obs.batch_limit} -> {limit}"
-        predicted = self._expected(obs, state, spec, replicas, limit)
-        return Decision(
-            replicas=replicas, batch_limit=limit if limit is not None else obs.batch_limit,
-            reason=reason, message=f"fleetslo: {message}",
-            predicted_ttft_p90=None if predicted is None else _finite(predicted.ttft_p90),
-            predicted_tpot_p90=None if predicted is None else _finite(predicted.tpot_p90),
-        )  # fmt: skip
-
-    def _expected(
-        self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec, replicas: int, limit: int | None
-    ) -> Prediction | None:
-        """The p90s the model expects at today's arrival rate on ``replicas`` (the next window's)."""
-        arrival = obs.request_rate  # as the sizing reads it (``_plan``)
-        if state.mix is None or not arrival or replicas <= 0:
-            return None
-        return state.model.predict(
-            arrival / replicas, state.mix, limit or obs.batch_limit, spec.objectives.tpot.quantile
-        )
-
-
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None

@@ -22,8 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 INF = math.inf
-_SQRT2 = math.sqrt(2.0)
-_BISECTIONS = 24
+SQRT2 = math.sqrt(2.0)
+#: Bisection steps of the model's inverse searches (2^-24 of the bracket: far below a replica's noise).
+BISECTIONS = 24
 
 
 def step_chain(rate: float, tau: float, s_mean: float, s2: float, s3: float) -> tuple[float, float]:
@@ -111,7 +112,7 @@ class FirstToken:
         lo = 0.0
         while above(hi) > 1 - q:  # the tails' sum can reach past the sum of their quantiles
             hi *= 2
-        for _ in range(_BISECTIONS):
+        for _ in range(BISECTIONS):
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if above(mid) > 1 - q else (lo, mid)
         return hi
@@ -137,12 +138,12 @@ class FirstToken:
         slotted = p_slot > 0 and theta < INF
 
         def waits_above(u: float) -> float:
-            free = _gamma_above(u, shape, scale)
+            free = gamma_above(u, shape, scale)
             if not slotted or u <= 0:
                 return free
             # P(G + W > u) = P(W > u) + ∫₀ᵘ θ·e^(−θw)·P(G > u − w) dw, the integral by Gauss–Legendre
             waited = math.exp(-theta * u) + sum(
-                u * w * theta * math.exp(-theta * u * x) * _gamma_above(u * (1 - x), shape, scale)
+                u * w * theta * math.exp(-theta * u * x) * gamma_above(u * (1 - x), shape, scale)
                 for x, w in _LEGENDRE
             )
             return (1 - p_slot) * free + p_slot * waited
@@ -164,11 +165,11 @@ _LEGENDRE = tuple(
 )  # fmt: skip
 
 
-def _gamma_above(u: float, shape: float, scale: float) -> float:
+def gamma_above(u: float, shape: float, scale: float) -> float:
     """P(G > u) for G ~ Gamma(shape, scale): Wilson–Hilferty's cube-root normal approximation."""
     if u <= 0:
         return 1.0
     if shape == INF:
         return 1.0 if u < scale else 0.0  # no spread: all of it at the mean (``scale`` holds it)
     z = ((u / (shape * scale)) ** (1 / 3) - (1 - 1 / (9 * shape))) * 3 * math.sqrt(shape)
-    return 0.5 * math.erfc(z / _SQRT2)
+    return 0.5 * math.erfc(z / SQRT2)
