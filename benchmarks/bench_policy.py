@@ -27,6 +27,8 @@ shapes none of those has (``fresh.py``: on/off, a x4 swing every 20 minutes, a d
 twenty workloads drawn by seed from wide ranges of sources, rate curves, targets, cold starts and
 engines (``drawn.py``; without the tuned hpa-running rows); ``BENCH_POLICY_CASES``
 keeps the workloads whose name contains one of its comma-separated words.
+``BENCH_POLICY_BASELINES=none`` runs fleetslo, the oracle and the frontier only (a third of the
+time: how far fleetslo is from what reacting and foresight cost, on a set nobody has run yet).
 ``BENCH_POLICY_OUT=path.json`` also writes every row.
 """
 
@@ -142,12 +144,12 @@ def standing_limit_windows(result: SimResult, engine_max: int) -> int:
     return sum(1 for w in result.windows if w.batch_limit < engine_max and w.starting_replicas == 0)
 
 
-def run_workload(w: Workload, quick: bool) -> list[dict[str, Any]]:
+def run_workload(w: Workload, quick: bool, baselines: bool = True) -> list[dict[str, Any]]:
     sc = scenario(w)
     rows: list[dict[str, Any]] = []
     results: dict[str, SimResult] = {}
     plan = oracle.plan(sc)
-    for name in POLICIES:
+    for name in POLICIES if baselines else ("fleetslo", "oracle"):
         started = time.perf_counter()
         if name == "oracle":
             policy: Any = OraclePolicy(plan.schedule)
@@ -156,7 +158,7 @@ def run_workload(w: Workload, quick: bool) -> list[dict[str, Any]]:
         result = run_policy(sc, policy, label=name)
         results[name] = result
         rows.append(_row(w, sc, name, result, started))
-    if not quick:
+    if not quick and baselines:
         for target in HPA_RUNNING_TARGETS:
             started = time.perf_counter()
             policy = make_policy("hpa-running", sc.spec, max_num_seqs=target, target_fraction=1.0)
@@ -343,7 +345,8 @@ def main() -> list[dict[str, Any]]:
     which, cases = os.environ.get("BENCH_POLICY_SET", "suite"), os.environ.get("BENCH_POLICY_CASES", "")
     chosen = choose(which, quick, cases)
     # The drawn set skips the tuned hpa-running rows (twenty workloads; hpa-running is a baseline).
-    rows = [row for w in chosen for row in run_workload(w, quick or which == "drawn")]
+    baselines = os.environ.get("BENCH_POLICY_BASELINES", "all") != "none"
+    rows = [row for w in chosen for row in run_workload(w, quick or which == "drawn", baselines)]
     print("\n".join(verdicts(rows)))
     print(table(rows))
     fleetslo_rows = [r for r in rows if r["policy"] == "fleetslo" and r.get("prediction")]

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from fleetslo.sim.result_types import ScaleEventRecord
+from fleetslo.sim.traces.synthetic import lognormal_tokens, poisson
 
-from benchmarks.bench_policy import flaps, verdicts
+from benchmarks.bench_policy import flaps, run_workload, table, verdicts
+from benchmarks.workloads import Workload
 
 
 def row(policy: str, attainment: float, hours: float, kind: str = "smooth", **kw: Any) -> dict[str, Any]:
@@ -91,3 +93,15 @@ def test_a_step_is_judged_against_its_own_cold_start() -> None:
     lines = verdicts([row("fleetslo", 0.9, 50.0, recovered_s=480.0, settle_s=600.0, **quick),
                       row("oracle", 1.0, 40.0, **quick)])  # fmt: skip
     assert "t: met again 480s after the step <= 420: NOT MET" in lines
+
+
+def test_without_baselines_a_workload_runs_fleetslo_the_oracle_and_the_frontier_only() -> None:
+    """``BENCH_POLICY_BASELINES=none``: the rows a verdict and the table need, and nothing else."""
+    tokens = lognormal_tokens(400, 200, sigma=0.8)
+    trace = lambda: poisson(25.0, 480.0, tokens, seed=3)  # noqa: E731
+    rows = run_workload(Workload("eight minutes of Poisson at 25/s", trace, "smooth"), True, baselines=False)
+    assert [r["policy"] for r in rows] == ["fleetslo", "oracle"]
+    assert rows[0]["frontier"] is not None and rows[0]["prediction"] is not None
+    lines = verdicts(rows)
+    assert any("dominated by none: MET" in line for line in lines)
+    assert "| — |" in table(rows)
