@@ -26,8 +26,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fleetslo.policy.fleetslo.mix import RequestMix
-from fleetslo.policy.fleetslo.perf_model import INF, Prediction, meets, predict
+from fleetslo.policy.fleetslo.perf_model import Prediction, meets, predict
 from fleetslo.policy.fleetslo.physics import CONSERVATIVE_PRIOR, StepCost
+from fleetslo.policy.fleetslo.ttft import INF
 
 #: ln-space bounds of the learned factors: beyond them the physics, not a factor, is wrong.
 _LN_SPEED = (math.log(0.02), math.log(5.0))

@@ -8,8 +8,9 @@ import math
 import pytest
 from fleetslo.policy.fleetslo.learning import PerformanceModel
 from fleetslo.policy.fleetslo.mix import RequestMix
-from fleetslo.policy.fleetslo.perf_model import INF, meets, predict
+from fleetslo.policy.fleetslo.perf_model import meets, predict
 from fleetslo.policy.fleetslo.physics import CONSERVATIVE_PRIOR, StepCost
+from fleetslo.policy.fleetslo.ttft import INF
 from fleetslo.sim.compare import step_cost
 from fleetslo.sim.profile import builtin_profile
 from hypothesis import given, settings
