@@ -104,7 +104,7 @@ def quantile(q: float, h: BucketHistogram | None) -> float | None:
         return -INF
     if q > 1:
         return INF
-    located = _located(q, h)
+    located = quantile_located(q, h)
     return None if located is None else located[0]
 
 
@@ -114,16 +114,16 @@ def quantile_bucket(q: float, h: BucketHistogram | None) -> tuple[float, float] 
     inside. The bucket is ``(0, first bound]`` for the first (``(b, b)`` where that bound is <= 0,
     as PromQL answers it), ``(highest finite bound, inf)`` for the ``+Inf`` one. ``None`` where
     ``quantile`` is, and for q outside [0, 1]."""
-    if h is None or not 0 <= q <= 1:
-        return None
-    located = _located(q, h)
+    located = quantile_located(q, h)
     return None if located is None else located[1]
 
 
-def _located(q: float, h: BucketHistogram) -> tuple[float, tuple[float, float]] | None:
-    """The q-quantile (0 <= q <= 1) by PromQL's rules and the bucket it was interpolated in, from
-    one search of the buckets; ``None`` where PromQL gives NaN (no ``+Inf`` bound, under two
-    buckets, no observations, q == 0 over an empty first bucket)."""
+def quantile_located(q: float, h: BucketHistogram | None) -> tuple[float, tuple[float, float]] | None:
+    """``quantile(q, h)`` and ``quantile_bucket(q, h)`` from one search of the buckets, for q in
+    [0, 1]; ``None`` where PromQL gives NaN (no ``+Inf`` bound, under two buckets, no
+    observations, q == 0 over an empty first bucket) and for q outside [0, 1]."""
+    if h is None or not 0 <= q <= 1:
+        return None
     if not h.bounds or h.bounds[-1] != INF:
         return None
     counts = _monotonic(h.counts)

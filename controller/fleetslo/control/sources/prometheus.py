@@ -26,8 +26,9 @@ import httpx
 
 from fleetslo.control.sources.promql import SIGNAL_LABEL, Selection, Signal, observation_query, signal_exprs
 from fleetslo.core.errors import BadQuery, SourceUnavailable
-from fleetslo.core.histogram import BucketHistogram, fraction_at_or_below, quantile, quantile_bucket
-from fleetslo.core.model import Observation, Quantiles, ReplicaCounts
+from fleetslo.core.histogram import BucketHistogram, fraction_at_or_below
+from fleetslo.core.metrics.window import quantiles_of
+from fleetslo.core.model import Observation, ReplicaCounts
 from fleetslo.core.spec import FleetSLO
 from fleetslo.policy.base import LoadSample
 
@@ -209,9 +210,9 @@ def to_observation(
         batch_limit=batch_limit,
         replicas_reporting=int(_scalar(samples, Signal.REPORTING) or 0),
         data_age=None if newest is None else max(0.0, now - newest),
-        ttft=_quantiles(ttft),
-        itl=_quantiles(itl),
-        tpot=_quantiles(tpot),
+        ttft=quantiles_of(ttft),
+        itl=quantiles_of(itl),
+        tpot=quantiles_of(tpot),
         ttft_attainment=_attainment(ttft, objectives.ttft.threshold),
         tpot_attainment=_attainment(tpot, objectives.tpot.threshold),
         request_rate=_scalar(samples, Signal.REQUESTS),
@@ -228,10 +229,6 @@ def to_observation(
 def _scalar(samples: Samples, signal: Signal) -> float | None:
     values = samples.get(signal.value)
     return values[0][1] if values else None
-
-
-def _quantiles(h: BucketHistogram | None) -> Quantiles:
-    return Quantiles(quantile(0.5, h), quantile(0.9, h), quantile(0.99, h), quantile_bucket(0.9, h))
 
 
 def _attainment(h: BucketHistogram | None, threshold: float) -> float | None:

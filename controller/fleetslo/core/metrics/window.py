@@ -16,7 +16,6 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from fleetslo.core import conventions as cv
 from fleetslo.core.histogram import (
     BucketHistogram,
     Fraction,
@@ -24,7 +23,7 @@ from fleetslo.core.histogram import (
     fraction_at_or_below,
     merge,
     quantile,
-    quantile_bucket,
+    quantile_located,
 )
 from fleetslo.core.model import EngineSnapshot, Quantiles
 
@@ -51,9 +50,7 @@ class WindowDelta:
 
     def quantiles(self, histogram: str) -> Quantiles:
         """p50/p90/p99 of a histogram over the window (``None`` each without observations)."""
-        h = self.histograms.get(histogram)
-        p50, p90, p99 = (quantile(q, h) for q in cv.QUANTILES)
-        return Quantiles(p50, p90, p99, quantile_bucket(0.9, h))
+        return quantiles_of(self.histograms.get(histogram))
 
     def attainment(self, histogram: str, threshold: float) -> Fraction | None:
         """Share of the window's observations at or under ``threshold``."""
@@ -205,3 +202,11 @@ class SnapshotRing(Generic[T]):
         if abs(best[0] - goal) > tolerance or best[0] >= newest[0]:
             return None
         return best
+
+
+def quantiles_of(h: BucketHistogram | None) -> Quantiles:
+    """p50/p90/p99 by PromQL's rules and the bucket the p90 lies in (``None`` each without
+    observations): what the sidecars' windows and the Prometheus source both report."""
+    located = quantile_located(0.9, h)
+    p90, bucket = (None, None) if located is None else located
+    return Quantiles(quantile(0.5, h), p90, quantile(0.99, h), bucket)
