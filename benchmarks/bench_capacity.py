@@ -137,7 +137,7 @@ def minutes(w: Workload) -> tuple[list[Minute], dict[str, Any]]:
 
 
 def summary(rows: Sequence[Minute]) -> dict[str, Any]:
-    """Replica-minutes of each count and the two factors, over all minutes and the steady ones."""
+    """Replica-minutes of each count and the three factors: all minutes, the steady, the changing."""
 
     def of(part: Sequence[Minute]) -> dict[str, Any] | None:
         if not part:
