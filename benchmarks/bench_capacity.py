@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetslo.policy.fleetslo.learning import PerformanceModel
-from fleetslo.policy.fleetslo.mix import POINTS, RequestMix
+from fleetslo.policy.fleetslo.mix import RequestMix, from_lengths
 from fleetslo.sim import oracle
 from fleetslo.sim.compare import SimulateOptions, make_named_policy
 from fleetslo.sim.result import JUDGE_WINDOW_S
@@ -70,16 +70,8 @@ class Minute:
 
 
 def exact_mix(requests: Sequence[Request]) -> RequestMix | None:
-    """The minute's prompt and output lengths at the mix's mid-quantile points."""
-    if not requests:
-        return None
-
-    def points(values: list[int]) -> tuple[float, ...]:
-        ordered = sorted(values)
-        last = len(ordered) - 1
-        return tuple(float(ordered[min(last, int((i + 0.5) / POINTS * len(ordered)))]) for i in range(POINTS))
-
-    return RequestMix(points([r.input_tokens for r in requests]), points([r.output_tokens for r in requests]))
+    """The minute's request mix as the policy would read it off exact length histograms."""
+    return from_lengths([r.input_tokens for r in requests], [r.output_tokens for r in requests])
 
 
 def bare_need(model: PerformanceModel, rate: float, mix: RequestMix, sc: Scenario, high: int) -> int:

@@ -94,13 +94,37 @@ def measured(
     )
 
 
+def from_lengths(prompts: Sequence[int], outputs: Sequence[int]) -> RequestMix | None:
+    """The mix of known requests' lengths, as ``measured`` reads a window off exact histograms:
+    each length at the mid-quantile points, rescaled to its exact mean (``None`` without one)."""
+    if not prompts or not outputs:
+        return None
+
+    def points(values: Sequence[int]) -> tuple[float, ...] | None:
+        ordered = sorted(values)
+        last = len(ordered) - 1
+        return _at_mean(
+            [float(ordered[min(last, int(p * len(ordered)))]) for p in _PROBABILITIES],
+            sum(values) / len(values),
+        )
+
+    prompt, output = points(prompts), points(outputs)
+    if prompt is None or output is None:
+        return None
+    return RequestMix(prompt, tuple(max(1.0, d) for d in output))
+
+
 def _points(h: BucketHistogram | None, mean: float) -> tuple[float, ...] | None:
     if h is None or h.count < POINTS:
         return None
     values = [quantile(p, h) for p in _PROBABILITIES]
     if any(v is None or not math.isfinite(v) or v < 0 for v in values):
         return None
-    points = [float(v) for v in values if v is not None]
+    return _at_mean([float(v) for v in values if v is not None], mean)
+
+
+def _at_mean(points: Sequence[float], mean: float) -> tuple[float, ...] | None:
+    """``points`` scaled so that their mean is ``mean`` (``None`` where they sum to nothing)."""
     total = sum(points)
     if total <= 0:
         return None
