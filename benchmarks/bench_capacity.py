@@ -40,6 +40,7 @@ from typing import Any
 
 from fleetslo.policy.fleetslo.learning import PerformanceModel
 from fleetslo.policy.fleetslo.mix import RequestMix, from_lengths
+from fleetslo.policy.fleetslo.sizing import smallest
 from fleetslo.sim import oracle
 from fleetslo.sim.compare import SimulateOptions, make_named_policy
 from fleetslo.sim.result import JUDGE_WINDOW_S
@@ -78,10 +79,12 @@ def bare_need(model: PerformanceModel, rate: float, mix: RequestMix, sc: Scenari
     """The fewest replicas (up to ``high``) whose predicted p90s meet both targets at ``rate``."""
     o = sc.spec.objectives
     limit, q = sc.spec.batch_limit.max, o.tpot.quantile
-    for n in range(1, high + 1):
-        if model.meets(rate / n, mix, limit, q, ttft=o.ttft.threshold, tpot=o.tpot.threshold):
-            return n
-    return high
+    # The policy's own search (``_cheapest``), without its margins.
+    return smallest(
+        lambda n: model.meets(rate / n, mix, limit, q, ttft=o.ttft.threshold, tpot=o.tpot.threshold),
+        lambda n: model.predict(rate / n, mix, limit, q),
+        high,
+    )[0]
 
 
 def minutes(w: Workload) -> tuple[list[Minute], dict[str, Any]]:
