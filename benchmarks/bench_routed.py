@@ -37,15 +37,11 @@ from fleetslo.sim.profile import builtin_profile
 from fleetslo.sim.scenario import run_policy
 from fleetslo.sim.workload import Trace
 
-from benchmarks.bench_model import MIXES, full_load
-from tests.unit.sim.sim_support import Lengths, mix_of, poisson_requests
+from benchmarks.bench_model import full_load
+from tests.unit.sim.sim_support import CHAT, LONG, SHORT_ANSWERS, Lengths, mix_of, poisson_requests
 
 PROFILE = "mi325x-qwen3-235b-fp8-tp4"
-ROUTED_MIXES: dict[str, Lengths] = {
-    "chat": MIXES["chat"],
-    "long": MIXES["long"],
-    "long, short answers": (MIXES["long"][0], (2, 5, 9, 18, 31, 53, 86, 139, 234, 463)),
-}
+ROUTED_MIXES: dict[str, Lengths] = {"chat": CHAT, "long": LONG, "long, short answers": SHORT_ANSWERS}
 FLEETS = (2, 8, 24)
 LOADS = (0.15, 0.3, 0.5, 0.7)
 SECONDS = float(os.environ.get("BENCH_ROUTED_S", "900"))
@@ -53,15 +49,24 @@ SECONDS = float(os.environ.get("BENCH_ROUTED_S", "900"))
 WARMUP_S = 120.0
 
 
-def fleet_p90s(lengths: Lengths, replicas: int, rate: float, seconds: float = SECONDS) -> tuple[float, float]:
+def fleet_p90s(
+    lengths: Lengths,
+    replicas: int,
+    rate: float,
+    seconds: float = SECONDS,
+    *,
+    warmup_s: float = WARMUP_S,
+    seed: int = 7,
+) -> tuple[float, float]:
     """The median over the fleet's minutes of each minute's exact p90 TTFT and TPOT: ``replicas``
-    engines behind the router, Poisson arrivals at ``rate`` per replica for ``seconds``."""
+    engines behind the router, Poisson arrivals at ``rate`` per replica for ``seconds``, the
+    first ``warmup_s`` left out."""
     total = rate * replicas
-    requests = poisson_requests(lengths, total, max(int(total * seconds), 1), seed=7)
+    requests = poisson_requests(lengths, total, max(int(total * seconds), 1), seed=seed)
     options = SimulateOptions(initial_replicas=replicas, min_replicas=replicas, max_replicas=replicas)
     scenario = build_scenario(Trace(tuple(requests), "poisson"), "routed", builtin_profile(PROFILE), options)
     result = run_policy(scenario, make_policy("static", scenario.spec, replicas=replicas), label="static")
-    windows = [w for w in result.windows if w.start_s >= WARMUP_S and w.p90_tpot_s and w.p90_ttft_s]
+    windows = [w for w in result.windows if w.start_s >= warmup_s and w.p90_tpot_s and w.p90_ttft_s]
     return statistics.median(w.p90_ttft_s for w in windows), statistics.median(w.p90_tpot_s for w in windows)
 
 

@@ -21,6 +21,8 @@ LONG: Lengths = ((4000, 8000, 12000, 16000, 20000, 24000, 28000, 32000, 12000, 1
                  (50, 100, 150, 200, 250, 300, 400, 500, 150, 200))  # fmt: skip
 CHAT: Lengths = ((200, 400, 600, 800, 1000, 1200, 1500, 2000, 3000, 300),
                  (50, 100, 150, 200, 250, 300, 400, 500, 600, 150))  # fmt: skip
+#: Long prompts with the short answers of a retrieval or agent workload (Mooncake's shape).
+SHORT_ANSWERS: Lengths = (LONG[0], (2, 5, 9, 18, 31, 53, 86, 139, 234, 463))
 
 
 def poisson_requests(lengths: Lengths, rate: float, n: int, seed: int = 1) -> list[Request]:

@@ -17,22 +17,16 @@ MI325X TP4 profile the model is given.
 
 from __future__ import annotations
 
-import statistics
-
 import pytest
 from fleetslo.policy.fleetslo.perf_model import predict
-from fleetslo.policy.registry import make_policy
-from fleetslo.sim.compare import SimulateOptions, build_scenario, step_cost
+from fleetslo.sim.compare import step_cost
 from fleetslo.sim.profile import builtin_profile
-from fleetslo.sim.scenario import run_policy
-from fleetslo.sim.workload import Trace
 
-from tests.unit.sim.sim_support import CHAT, LONG, Lengths, mix_of, poisson_requests
+from benchmarks.bench_routed import fleet_p90s as routed_fleet_p90s
+from tests.unit.sim.sim_support import CHAT, LONG, SHORT_ANSWERS, Lengths, mix_of
 
 PROFILE = builtin_profile("mi325x-qwen3-235b-fp8-tp4")
 COST = step_cost(PROFILE)
-#: Long prompts with the short answers of a retrieval or agent workload (Mooncake's shape).
-SHORT_ANSWERS: Lengths = (LONG[0], (2, 5, 9, 18, 31, 53, 86, 139, 234, 463))
 MIXES = {"long": LONG, "short answers": SHORT_ANSWERS, "chat": CHAT}
 
 
@@ -40,12 +34,7 @@ def fleet_p90s(lengths: Lengths, replicas: int, rate: float) -> tuple[float, flo
     """The median over one-minute windows of the fleet's p90 TTFT and TPOT: ``replicas`` engines
     behind the simulator's least-outstanding router, Poisson arrivals at ``rate`` per replica
     for 25 minutes (the first five left out)."""
-    requests = poisson_requests(lengths, rate * replicas, int(rate * replicas * 1500), seed=3)
-    options = SimulateOptions(initial_replicas=replicas, min_replicas=replicas, max_replicas=replicas)
-    scenario = build_scenario(Trace(tuple(requests), "poisson"), "fleet", PROFILE, options)
-    result = run_policy(scenario, make_policy("static", scenario.spec, replicas=replicas), label="static")
-    windows = [w for w in result.windows if w.start_s >= 300 and w.p90_tpot_s and w.p90_ttft_s]
-    return statistics.median(w.p90_ttft_s for w in windows), statistics.median(w.p90_tpot_s for w in windows)
+    return routed_fleet_p90s(lengths, replicas, rate, 1500.0, warmup_s=300.0, seed=3)
 
 
 @pytest.mark.parametrize(
