@@ -15,12 +15,15 @@ same prompts with the short answers of a retrieval or agent workload (2-463 toke
 replicas; 15, 30, 50 and 70 % of the load that fills a replica (``bench_model.full_load``).
 Each point runs a static fleet on Poisson arrivals for ``BENCH_ROUTED_S`` (default 900) seconds
 and takes the median over its minutes (the first two left out) of each minute's exact p90 TTFT
-and TPOT. Reported per point: the model's p90s over the fleet's; per mix, the range. Last run:
-chat TTFT 0.99-1.43x (the router's gain grows with load), TPOT 0.89-1.02x; long prompts TTFT
-1.11-2.30x; with short answers TTFT 1.00-2.71x and TPOT 1.2-1.9x at 15-30 % load, but 0.39x at
-half load on 2 replicas and 0.13-0.64x at 70 %: a short answer's few decode steps ride the chunks
-of the prefills queued ahead of it, a busy period the model leaves out (stop 47), at p90s of
-0.2-0.9 s that no TPOT target lets a fleet reach.
+and TPOT; each prompt is drawn from the continuous distribution whose mid-quantiles the mix's
+points are (``sim_support.poisson_requests(continuous=True)``), as real prompts are. Reported per
+point: the model's p90s over the fleet's; per mix, the range. Last run (stop 52, the p90 TTFT read
+between the prompt points): chat TTFT 1.06-1.44x (the router's gain grows with load), TPOT
+0.93-1.03x; long prompts TTFT 1.07-2.33x, TPOT 0.64-1.49x; with short answers TTFT 1.07-2.78x and
+TPOT 1.3-1.9x at 15-30 % load on 8-24 replicas, but 0.36-0.77x from 30 % on 2 replicas and
+0.18-0.70x at 70 %: a short answer's few decode steps ride the chunks of the prefills queued ahead
+of it, a busy period the model leaves out (stop 47), at p90s of 0.2-0.7 s that no TPOT target
+lets a fleet reach.
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ def fleet_p90s(
     engines behind the router, Poisson arrivals at ``rate`` per replica for ``seconds``, the
     first ``warmup_s`` left out."""
     total = rate * replicas
-    requests = poisson_requests(lengths, total, max(int(total * seconds), 1), seed=seed)
+    requests = poisson_requests(lengths, total, max(int(total * seconds), 1), seed=seed, continuous=True)
     options = SimulateOptions(initial_replicas=replicas, min_replicas=replicas, max_replicas=replicas)
     scenario = build_scenario(Trace(tuple(requests), "poisson"), "routed", builtin_profile(PROFILE), options)
     result = run_policy(scenario, make_policy("static", scenario.spec, replicas=replicas), label="static")

@@ -9,7 +9,7 @@ from typing import Any
 
 from fleetslo.core.model import Decision, Observation, Reason
 from fleetslo.core.spec import FleetSLOSpec
-from fleetslo.policy.fleetslo.mix import RequestMix
+from fleetslo.policy.fleetslo.mix import RequestMix, banded
 from fleetslo.sim.profile import EngineProfile, profile_from_mapping
 from fleetslo.sim.scenario import make_spec
 from fleetslo.sim.workload import Request
@@ -25,13 +25,20 @@ CHAT: Lengths = ((200, 400, 600, 800, 1000, 1200, 1500, 2000, 3000, 300),
 SHORT_ANSWERS: Lengths = (LONG[0], (2, 5, 9, 18, 31, 53, 86, 139, 234, 463))
 
 
-def poisson_requests(lengths: Lengths, rate: float, n: int, seed: int = 1) -> list[Request]:
-    """``n`` Poisson arrivals at ``rate``, each length drawn from the points."""
+def poisson_requests(
+    lengths: Lengths, rate: float, n: int, seed: int = 1, *, continuous: bool = False
+) -> list[Request]:
+    """``n`` Poisson arrivals at ``rate``, each length drawn from the points; ``continuous``: each
+    prompt from the continuous distribution whose mid-quantiles the points are (lognormal between
+    them, as ``RequestMix.prompt_band`` reads a p90 TTFT), as real prompts are, not the points alone."""
+    prompts, outputs = lengths
+    if continuous:
+        prompts = tuple(round(x) for x in banded(sorted(prompts), 1000))
     rng = random.Random(seed)
     t, requests = 0.0, []
     for _ in range(n):
         t += rng.expovariate(rate)
-        requests.append(Request(t, rng.choice(lengths[0]), rng.choice(lengths[1])))
+        requests.append(Request(t, rng.choice(prompts), rng.choice(outputs)))
     return requests
 
 

@@ -20,8 +20,10 @@ that arrived alongside it: the step lengths form a chain whose spread grows with
 load, and the wait is a gamma moment-matched to it. On top: its own prefill and the decode steps
 its chunks ride in, and under a batch limit the wait for a slot. A queue grows only where the
 prompts need more of the steps' token budget than there is (``occupancy``) or the steps grow
-without bound. The p90 is solved over the prompt points. (Until stop 47 each prompt took a whole
-step in an M/G/1 queue, which read infinite at 60-80 % of the rate a replica carries.)
+without bound. The p90 is solved over the prompt lengths read between the mix's points
+(``RequestMix.prompt_band``, lognormal from point to point): read off the ten points it sat on the
+one standing for the top tenth, the 95th percentile (stop 52). (Until stop 47 each prompt took a
+whole step in an M/G/1 queue, which read infinite at 60-80 % of the rate a replica carries.)
 
 **Stay.** A request stays in the replica for its wait, its prefill and its decode:
 ``W = E[wait] + T̄``; Little's law turns it into the requests a steady state holds, ``λ·W``, so
@@ -111,7 +113,7 @@ def predict(
 def _predict(
     cost: StepCost, rate: float, mix: RequestMix, limit: int | None, q: float, *, interference: float
 ) -> Prediction:
-    at = _operating_point(cost, rate, mix, limit, interference)
+    at = _operating_point(cost, rate, mix, limit, interference, q=q)
     tpot = _tpot_quantile(q, at.tpot_tail(q, mix.output), at.tau_d)
     if at.limited:
         return Prediction(INF, tpot, at.w, min(at.n, at.cap), True, at.served, INF)
@@ -141,7 +143,7 @@ def meets(
     if math.isnan(ttft) or math.isnan(tpot):
         return False  # met by nothing, as in ``Prediction.meets``
     rate = max(rate, 1e-9)  # as ``predict`` clamps it
-    at = _operating_point(cost, rate, mix, limit, interference)
+    at = _operating_point(cost, rate, mix, limit, interference, q=q)
     if at.limited and ttft < INF:
         return False  # the queue grows: TTFT is unbounded
     if not _tpot_within(tpot, at.tpot_tail(q, mix.output), at.tau_d):
@@ -168,7 +170,7 @@ class _OperatingPoint:
     s2: float
     s3: float
     served: float
-    #: Each prompt point's own prefill and the decode steps its chunks ride in.
+    #: The own prefill, and the decode steps its chunks ride in, of each length of the prompt band.
     service: tuple[float, ...]
     #: What each prompt point takes of the steps' token budget, in seconds of steps.
     occupancy: tuple[float, ...]
@@ -184,14 +186,11 @@ class _OperatingPoint:
 
 
 def _operating_point(
-    cost: StepCost, rate: float, mix: RequestMix, limit: int | None, interference: float
+    cost: StepCost, rate: float, mix: RequestMix, limit: int | None, interference: float, *, q: float
 ) -> _OperatingPoint:
     per_token = cost.per_seq_s + cost.per_kv_token_s * mix.decode_context()
-    chunks = [math.ceil(p / cost.max_batched_tokens) for p in mix.prompt]
-    prefill = [
-        cost.per_prefill_token_s * p + cost.per_attention_token2_s * p * p / 2 + cost.per_seq_s * c
-        for p, c in zip(mix.prompt, chunks, strict=True)
-    ]
+    chunks = [_chunks(cost, p) for p in mix.prompt]
+    prefill = [_prefill(cost, p) for p in mix.prompt]
     s_mean = sum(prefill) / len(prefill)
     s2 = sum(s * s for s in prefill) / len(prefill)
     s3 = sum(s**3 for s in prefill) / len(prefill)
@@ -203,6 +202,8 @@ def _operating_point(
     tau = cost.overhead_s / (1 - w) if w < 1 else INF
     tau_d = cost.overhead_s + n * per_token
     service = tuple(s + tau_d * c for s, c in zip(prefill, chunks, strict=True))
+    # The p90 TTFT is read between the prompt points (``RequestMix.prompt_band``), not off them.
+    band = tuple(_prefill(cost, p) + tau_d * _chunks(cost, p) for p in mix.prompt_band(q))
     budget = max(cost.max_batched_tokens - n, 1.0) if n < INF else 1.0
     occupancy = tuple(s + tau_d * p / budget for s, p in zip(prefill, mix.prompt, strict=True))
     # A request holds a slot of the cap from admission (its prefill) to its last token.
@@ -219,7 +220,7 @@ def _operating_point(
             seen = served * interference * (cap - 1) / cap
             return _OperatingPoint(
                 limited=True, w=w, n=n, cap=cap, tau=tau, tau_d=tau_d, seen=seen, s_mean=s_mean, s2=s2, s3=s3,
-                served=served, service=service, occupancy=occupancy, hold=hold, slot=(0.0, INF),
+                served=served, service=band, occupancy=occupancy, hold=hold, slot=(0.0, INF),
             )  # fmt: skip
         held = rate * hold
     # The prompts that land during a request's decode are the other slots' admissions: all
@@ -228,8 +229,19 @@ def _operating_point(
     slot = slot_wait(cap, held, hold, hold_spread(service, mix.output, tau, hold))
     return _OperatingPoint(
         limited=False, w=w, n=n, cap=cap, tau=tau, tau_d=tau_d, seen=seen, s_mean=s_mean, s2=s2, s3=s3,
-        served=rate, service=service, occupancy=occupancy, hold=hold, slot=slot,
+        served=rate, service=band, occupancy=occupancy, hold=hold, slot=slot,
     )  # fmt: skip
+
+
+def _chunks(cost: StepCost, prompt: float) -> int:
+    return math.ceil(prompt / cost.max_batched_tokens)
+
+
+def _prefill(cost: StepCost, prompt: float) -> float:
+    """A prompt's own prefill work: its tokens, their attention, and its sequence's share per chunk."""
+    chunks = _chunks(cost, prompt)
+    attention = cost.per_attention_token2_s * prompt * prompt / 2
+    return cost.per_prefill_token_s * prompt + attention + cost.per_seq_s * chunks
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,8 +7,8 @@ target meets it. Three parts, independent, added:
   join the next one, a gamma moment-matched from the chain of step lengths.
 * **A slot** of the batch limit (``slot_wait``): none while the cap has room; else Erlang C's
   probability of waiting, then an exponential wait.
-* **Its own service**: its prefill and the decode steps its chunks ride in, one value per prompt
-  point of the mix.
+* **Its own service**: its prefill and the decode steps its chunks ride in, one value per length
+  of the mix's prompt band (``RequestMix.prompt_band``: lengths between the points).
 
 The prompts' demand on the steps' token budget (``occupancy``) says only whether a queue grows.
 
@@ -87,10 +87,12 @@ def slot_wait(cap: int, held: float, hold: float, spread: float) -> tuple[float,
 
 @dataclass(frozen=True, slots=True)
 class FirstToken:
-    """What decides a replica's TTFT at one operating point: its rate, each prompt point's own
-    service and occupancy of the token budget, the step chain's gamma and the slot wait."""
+    """What decides a replica's TTFT at one operating point: its rate, each prompt length's own
+    service (over the prompt band), each prompt point's occupancy of the token budget, the step
+    chain's gamma and the slot wait."""
 
     rate: float
+    #: Equally likely values: the quantile reads them as the prompts' distribution.
     service: tuple[float, ...]
     occupancy: tuple[float, ...]
     #: (shape, scale) of ``step_chain``'s gamma; ``(inf, m)`` is the point ``m``.
