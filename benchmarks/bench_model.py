@@ -24,7 +24,7 @@ import random
 import time
 from typing import Any
 
-from fleetslo.policy.fleetslo.mix import RequestMix, banded
+from fleetslo.policy.fleetslo.mix import RequestMix
 from fleetslo.policy.fleetslo.perf_model import predict
 from fleetslo.policy.fleetslo.physics import StepCost
 from fleetslo.sim.compare import step_cost
@@ -59,16 +59,12 @@ def full_load(cost: StepCost, mix: RequestMix) -> float:
 
 def engine_p90s(profile: str, lengths: Lengths, rate: float, n: int | None = None) -> tuple[float, float]:
     """(p90 TTFT, p90 TPOT) of the engine offered ``n`` (``REQUESTS``) Poisson arrivals at
-    ``rate`` (the first tenth left out: warm-up), each answer's length drawn from its points and
-    each prompt's from the continuous distribution whose mid-quantiles the points are (lognormal
-    between them, ``mix.banded``): real prompts have lengths between any ten points, and a p90
-    read off ten equally likely lengths sits on one of them (the model reads it between them)."""
+    ``rate``, each length drawn from the points (the first tenth left out: warm-up)."""
     n = REQUESTS if n is None else n
-    prompts = tuple(round(x) for x in banded(sorted(lengths[0]), 1000))  # a continuous distribution
     rng, t, requests = random.Random(1), 0.0, []
     for _ in range(n):
         t += rng.expovariate(rate)
-        requests.append(Request(t, rng.choice(prompts), rng.choice(lengths[1])))
+        requests.append(Request(t, rng.choice(lengths[0]), rng.choice(lengths[1])))
     done = replay_open(make_engine(builtin_profile(profile), limit=None), requests)[n // 10 :]
     ttft = sorted(r.ttft for r in done if r.ttft is not None)
     tpot = sorted(r.tpot for r in done if r.tpot is not None)
