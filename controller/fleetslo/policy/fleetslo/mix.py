@@ -6,6 +6,8 @@ mid-quantiles 5 %, 15 %, …, 95 %), read off vLLM's ``request_prompt_tokens`` a
 ``request_generation_tokens`` histograms and rescaled so their mean is the exact one the token
 counters give (buckets are coarse: 1-2-5 steps). Without the histograms the shape is assumed
 lognormal with a coefficient of variation of 1 around the measured mean, and ``assumed`` says so.
+A quantile over prompts (the p90 TTFT's) is read between the points, on the quantiles as measured
+(``prompt_band``): the rescaling is for the means the load is made of.
 
 Pure value type; ``to_dict``/``from_dict`` round-trip it.
 """

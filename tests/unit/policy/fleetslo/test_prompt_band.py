@@ -90,3 +90,27 @@ def test_the_models_p90_ttft_rises_with_the_load_on_heavy_tailed_prompts() -> No
     mix = RequestMix(lognormal_points(1589.0, 1.32), lognormal_points(219.0, 1.0))
     light, busy = (predict(cost, 32.0 / n, mix, None).ttft_p90 for n in (96, 29))
     assert busy > 1.2 * light
+
+
+def test_a_heavy_tails_quantiles_are_read_before_the_points_were_scaled_to_the_mean() -> None:
+    """The mid-quantiles of a heavy tail average below its mean, so the points are scaled up to it
+    (drawn 248: x1.18); the band reads the quantiles as they were measured."""
+    rng = random.Random(5)
+    prompts = [max(1, round(1589 * math.exp(rng.gauss(0, 1.32)))) for _ in range(50_000)]
+    mix = from_lengths(prompts, [100] * len(prompts))
+    assert mix is not None and mix.prompt_scale > 1.1
+    assert mix.mean_prompt == pytest.approx(sum(prompts) / len(prompts))
+    size = band_size(0.9)
+    p90 = mix.prompt_band(0.9)[round(0.9 * size - 0.5)]
+    assert p90 == pytest.approx(sorted(prompts)[int(0.9 * len(prompts))], rel=0.05)
+
+
+def test_the_scale_is_kept_blended_and_read_back_and_an_older_record_reads_one() -> None:
+    a = RequestMix((100.0, 1000.0), (10.0, 20.0), prompt_scale=1.2)
+    b = RequestMix((200.0, 2000.0), (10.0, 20.0), prompt_scale=1.0)
+    assert a.blend(b, 0.25).prompt_scale == pytest.approx(1.15)
+    assert RequestMix.from_dict(a.to_dict()) == a
+    record = {"prompt": [100.0, 1000.0], "output": [10.0, 20.0]}
+    assert RequestMix.from_dict(record).prompt_scale == 1.0
+    for bad in (float("nan"), -1.0, 0.0, float("inf")):
+        assert RequestMix.from_dict({**record, "prompt_scale": bad}).prompt_scale == 1.0
