@@ -203,7 +203,7 @@ def _operating_point(
     tau_d = cost.overhead_s + n * per_token
     service = tuple(s + tau_d * c for s, c in zip(prefill, chunks, strict=True))
     # The p90 TTFT is read between the prompt points (``RequestMix.prompt_band``), not off them.
-    band = tuple(_prefill(cost, p) + tau_d * _chunks(cost, p) for p in mix.prompt_band(q))
+    band = tuple(s + tau_d * c for s, c in _band_prefills(cost, mix, q))
     budget = max(cost.max_batched_tokens - n, 1.0) if n < INF else 1.0
     occupancy = tuple(s + tau_d * p / budget for s, p in zip(prefill, mix.prompt, strict=True))
     # A request holds a slot of the cap from admission (its prefill) to its last token.
@@ -231,6 +231,13 @@ def _operating_point(
         limited=False, w=w, n=n, cap=cap, tau=tau, tau_d=tau_d, seen=seen, s_mean=s_mean, s2=s2, s3=s3,
         served=rate, service=band, occupancy=occupancy, hold=hold, slot=slot,
     )  # fmt: skip
+
+
+@functools.lru_cache(maxsize=64)
+def _band_prefills(cost: StepCost, mix: RequestMix, q: float) -> tuple[tuple[float, int], ...]:
+    """(own prefill, chunks) of each length of the mix's prompt band: the same for every rate the
+    sizing tries, so computed once per mix (the sizing asks ``meets`` about 25 times a decision)."""
+    return tuple((_prefill(cost, p), _chunks(cost, p)) for p in mix.prompt_band(q))
 
 
 def _chunks(cost: StepCost, prompt: float) -> int:
