@@ -189,8 +189,8 @@ def _operating_point(
     cost: StepCost, rate: float, mix: RequestMix, limit: int | None, interference: float, *, q: float
 ) -> _OperatingPoint:
     per_token = cost.per_seq_s + cost.per_kv_token_s * mix.decode_context()
-    chunks = [_chunks(cost, p) for p in mix.prompt]
-    prefill = [_prefill(cost, p) for p in mix.prompt]
+    work = [_own_work(cost, p) for p in mix.prompt]
+    prefill, chunks = [s for s, _ in work], [c for _, c in work]
     s_mean = sum(prefill) / len(prefill)
     s2 = sum(s * s for s in prefill) / len(prefill)
     s3 = sum(s**3 for s in prefill) / len(prefill)
@@ -237,18 +237,15 @@ def _operating_point(
 def _band_prefills(cost: StepCost, mix: RequestMix, q: float) -> tuple[tuple[float, int], ...]:
     """(own prefill, chunks) of each length of the mix's prompt band: the same for every rate the
     sizing tries, so computed once per mix (the sizing asks ``meets`` about 25 times a decision)."""
-    return tuple((_prefill(cost, p), _chunks(cost, p)) for p in mix.prompt_band(q))
+    return tuple(_own_work(cost, p) for p in mix.prompt_band(q))
 
 
-def _chunks(cost: StepCost, prompt: float) -> int:
-    return math.ceil(prompt / cost.max_batched_tokens)
-
-
-def _prefill(cost: StepCost, prompt: float) -> float:
-    """A prompt's own prefill work: its tokens, their attention, and its sequence's share per chunk."""
-    chunks = _chunks(cost, prompt)
+def _own_work(cost: StepCost, prompt: float) -> tuple[float, int]:
+    """A prompt's own prefill work (its tokens, their attention, its sequence's share per chunk)
+    and the chunks the token budget cuts it into: one computation for the points and the band."""
+    chunks = math.ceil(prompt / cost.max_batched_tokens)
     attention = cost.per_attention_token2_s * prompt * prompt / 2
-    return cost.per_prefill_token_s * prompt + attention + cost.per_seq_s * chunks
+    return cost.per_prefill_token_s * prompt + attention + cost.per_seq_s * chunks, chunks
 
 
 @dataclass(frozen=True, slots=True)
