@@ -251,20 +251,21 @@ def test_a_client_hang_up_aborts_the_request_in_vllm(sidecar: Sidecar, replica_u
     """vLLM stops generating for a request whose client hung up at the gate: fewer than the 2,000
     tokens asked for are made.
 
-    A try counts only where vLLM had not finished when its first token reached the client. On a
-    busy host vLLM's API server can stream the first token after the engine made all 2,000 (seen
-    directly and through the gate alike, about one try in three beside two simulations on the
-    two cores: the first line 14.9 s after the request, 2,000 tokens made by then; 2026-12-07),
-    and such a try says nothing of the gate. Measured with vLLM still generating, the gate's
-    hang-up stopped it within a token or two. So up to five tries for one that counts: a gate
-    that never closes its upstream fails the first that does."""
+    A try counts only where vLLM had made under half the answer when the client hung up, leaving
+    the other half for the abort to arrive. On a busy host the first token can reach the client
+    long after vLLM made it (measured beside two simulations on the two cores, directly and
+    through the gate alike, 2026-12-07: the first line 19.4 s after the request with all 2,000
+    made, in 3 of 12 tries; 1,752 made 0.17 s after it in one more), and such a try says nothing
+    of the gate. Where it counted, the hang-up stopped vLLM within a few tokens of where it was.
+    So up to six tries for one that counts: a gate that never closes its upstream fails the
+    first that does (checked by making the gate drain the upstream instead of closing it)."""
     tries = []
-    for salt in range(99, 104):
+    for salt in range(99, 105):
         tries.append(_hang_up_after_the_first_token(sidecar, replica_url, salt))
-        if tries[-1][0] < 2000:
+        if tries[-1][0] < 1000:
             break
     at_hang_up, made = tries[-1]
-    assert at_hang_up < 2000, f"vLLM streamed the first token only after the whole answer every try: {tries}"
+    assert at_hang_up < 1000, f"half the answer made before its first token arrived, every try: {tries}"
     assert 1 <= made < 2000, tries
 
 
