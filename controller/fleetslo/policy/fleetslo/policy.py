@@ -290,7 +290,10 @@ class FleetSLOPolicy:
             message = f"{message} [{state.model.describe()}]"
         message = f"{message}; {state.calibration.describe(*self._calibration_args())}"
         plan = Plan(need, reason, message)
-        plan = feedback.corrected(plan, obs, state, spec, cfg.breach_band, held_to=self._held_to(state, spec))
+        plan = feedback.corrected(
+            plan, obs, state, spec, cfg.breach_band, held_to=self._held_to(state, spec),
+            level=instant <= arrival and expected <= arrival,
+        )  # fmt: skip
         return replace(plan, tokens=checked)
 
     def _stay(self, obs: Observation, state: FleetSLOState, spec: FleetSLOSpec) -> float:

@@ -134,3 +134,23 @@ def test_a_p90_within_what_the_sizing_held_a_relaxed_target_to_is_not_a_breach()
     # held_to never lowers a target: a TPOT breach still counts against the TPOT target
     tpot = feedback.corrected(plan, obs(T, 12, 30.0, tpot=0.06), settled, SPEC, BAND, held_to=(2.7, 0.01))
     assert tpot.reason is Reason.SCALE_UP_SLO_BREACH and tpot.replicas == 15  # 12 x 1.2 (ceil 14.4)
+
+
+def test_a_breach_on_a_level_load_lets_go_of_the_starting_replicas_the_sizing_no_longer_asks() -> None:
+    """Reproduces drawn 248 (a flat load, a 10-minute cold start): 86 ordered on the prior model,
+    the model checked 30 seconds later asking 38-55, and the 31 ready replicas breaching the 1 s
+    target by 1.00-1.07x while the rest started: the breach held all 86 for another five minutes,
+    and they joined. On a level load the ready ones are kept and the starting ones beyond what the
+    sizing and the breach ask go; on a rising one (a queue building, a forecast above the
+    arrivals) they are the margin the load is growing into, and stay (drawn 42: let go at 42
+    requests/s in a burst that rose to 88-102, a window lost)."""
+    fleet = state((31, T - 600.0), 31)
+    plan = feedback.Plan(53, Reason.SCALE_DOWN_LOW_LOAD, "sized")
+    breached = obs(T, 31, 30.0, ttft=2.1, replicas=ReplicaCounts(31, starting=55))
+    level = feedback.corrected(plan, breached, fleet, SPEC, BAND, level=True)
+    assert level.replicas == 53 and "33 starting let go" in level.message
+    rising = feedback.corrected(plan, breached, fleet, SPEC, BAND)
+    assert rising.replicas == 86 and rising.message.endswith("breach: hold")
+    # never below the ready, nor below what the breach asks of them
+    small = feedback.corrected(replace(plan, replicas=20), breached, fleet, SPEC, BAND, level=True)
+    assert small.replicas == 33  # 31 ready x 1.05, rounded up
