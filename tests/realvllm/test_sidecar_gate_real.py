@@ -256,7 +256,7 @@ def test_a_client_hang_up_aborts_the_request_in_vllm(sidecar: Sidecar, replica_u
     long after vLLM made it (measured beside two simulations on the two cores, directly and
     through the gate alike, 2026-12-07: the first line 19.4 s after the request with all 2,000
     made, in 3 of 12 tries; 1,752 made 0.17 s after it in one more), and such a try says nothing
-    of the gate. Where it counted, the hang-up stopped vLLM within a few tokens of where it was.
+    of the gate. Where it counted, vLLM made no token after the hang-up (1 to 1,752 at it).
     So up to six tries for one that counts: a gate that never closes its upstream fails the
     first that does (checked by making the gate drain the upstream instead of closing it)."""
     tries = []
