@@ -241,14 +241,15 @@ class FleetSLOPolicy:
         drain_s = max(cfg.backlog_drain_s, cfg.interval)
         instant = arrival + backlog.backlog(obs, arrival, self._stay(obs, state, spec)) / drain_s
         load = max(expected, instant)
-        margin = self._margins(state)[0]
-        need, prediction = self._cheapest(load * margin, state, spec)
+
+        need, prediction = self._cheapest(self._cover(load, per_request, state), state, spec)
         held, arriving = None, load
         if instant > expected:  # a queue stays on the replicas holding it (``backlog.useful``)
             arriving = max(expected, (state.forecast.peak(obs.at - obs.window) or 0.0) / per_request)
-            carry = self._cheapest(arriving * margin, state, spec)[0]
+            covered = self._cover(arriving, per_request, state)
+            carry = self._cheapest(covered, state, spec)[0]
             need, held = backlog.useful(need, carry, obs.replicas.ready)
-            prediction = prediction if held is None else self._at(arriving * margin / carry, state, spec)
+            prediction = prediction if held is None else self._at(covered / carry, state, spec)
         # A load the smallest fleet carries anyway decides nothing, and is not checked: held through
         # a lull, a fleet would learn x2,000 from its ~0 forecasts when the traffic comes back (31
         # -> 96 replicas). Nor one sized while the windows overlap a lull (``quiet_at``): they count
@@ -262,9 +263,14 @@ class FleetSLOPolicy:
         if need < current:
             # Shrinking is sized for the busiest arrival rate of the last few minutes and a dead
             # band below the scale-up size: one quiet minute between two busy ones must not shed a
-            # replica that the next minute asks back.
+            # replica that the next minute asks back. The peak takes the margin of every level, not
+            # its own: the peak of a cold start times the margin of all the checks is load-bearing
+            # (about the q0.99 of the next cold start's peak, `docs/policy-log.md` stop 50), and the
+            # peak's own level, the top of the checks, reads the lowest ratios (stop 54: on all 175
+            # workloads 60 -> 51 at >= 0.99 and flaps 159 -> 236 with it, 56 and 142 without).
             peak = max(load, (state.forecast.peak(obs.at - self._memory(spec)) or 0.0) / per_request)
-            need, prediction = self._cheapest(peak * margin / (1 - cfg.hysteresis), state, spec)
+            shrink_to = peak * self._margins(state)[0] / (1 - cfg.hysteresis)
+            need, prediction = self._cheapest(shrink_to, state, spec)
             need = min(current, max(need, kv_floor(obs, arrival, peak, cfg.kv_usage_limit)))
             prediction_for = need
             if need > current * (1 - cfg.min_scale_down):
@@ -280,7 +286,7 @@ class FleetSLOPolicy:
             # higher is noise, not a reason to ask back what was just given away.
             need = current
         if need != prediction_for:
-            prediction = self._at(load * margin / max(need, 1), state, spec)
+            prediction = self._at(self._cover(load, per_request, state) / max(need, 1), state, spec)
         sizing = Sizing(need, current, arrival, expected, instant, prediction, per_request, held)
         reason, message = sizing.why()
         relaxed = self._targets(state, spec)[2]
@@ -288,7 +294,7 @@ class FleetSLOPolicy:
             message = f"{message} ({relaxed})"
         if state.model.prior is CONSERVATIVE_PRIOR or state.model.windows == 0:
             message = f"{message} [{state.model.describe()}]"
-        message = f"{message}; {state.calibration.describe(*self._calibration_args())}"
+        message = f"{message}; {state.calibration.describe(*self._calibration_args(), load * per_request)}"
         plan = Plan(need, reason, message)
         plan = feedback.corrected(
             plan, obs, state, spec, cfg.breach_band, held_to=self._held_to(state, spec),
@@ -350,8 +356,14 @@ class FleetSLOPolicy:
     def _calibration_args(self) -> tuple[float, float, float]:
         return self.config.calibration_quantile, self.config.headroom, self.config.calibration_prior_weight
 
-    def _margins(self, state: FleetSLOState) -> tuple[float, float, float]:
-        return state.calibration.margins(*self._calibration_args())
+    def _cover(self, rate: float, per_request: float, state: FleetSLOState) -> float:
+        """``rate`` (requests/s) times the load margin measured at its level (``LoadChecks.upper``):
+        a burst is not sized for what a lull's forecasts missed by on top of itself."""
+        return rate * self._margins(state, rate * per_request)[0]
+
+    def _margins(self, state: FleetSLOState, at: float | None = None) -> tuple[float, float, float]:
+        """The calibration's margins; the load's for a load of ``at`` tokens/s."""
+        return state.calibration.margins(*self._calibration_args(), at)
 
     def _held_to(self, state: FleetSLOState, spec: FleetSLOSpec) -> tuple[float, float] | None:
         """The p90s (as observed: the margins put back) the sizing holds targets to, where relaxed."""
