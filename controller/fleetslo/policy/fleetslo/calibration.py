@@ -95,7 +95,13 @@ class ErrorRatios:
             return prior
         ordered = sorted(self.ratios)
         measured = ordered[min(n - 1, math.floor(q * n))]
-        return (prior * prior_weight + measured * n) / (prior_weight + n)
+        return shrunk(measured, n, prior, prior_weight)
+
+
+def shrunk(measured: float, n: float, prior: float, prior_weight: float) -> float:
+    """``measured`` from ``n`` checks (a weight where they are weighed) shrunk towards ``prior``,
+    which counts as ``prior_weight`` of them."""
+    return (prior * prior_weight + measured * n) / (prior_weight + n)
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,7 +241,7 @@ def level_cover(
     margins = []
     for level in levels:
         measured, n = level_upper(pairs, level, q, width=width)
-        margins.append((prior * prior_weight + measured * n) / (prior_weight + n))
+        margins.append(shrunk(measured, n, prior, prior_weight))
     covers = list(itertools.accumulate((lv * m for lv, m in zip(levels, margins, strict=True)), max))
     return LevelCover(tuple(levels), tuple(covers), margins[-1])
 

@@ -241,8 +241,8 @@ class FleetSLOPolicy:
         drain_s = max(cfg.backlog_drain_s, cfg.interval)
         instant = arrival + backlog.backlog(obs, arrival, self._stay(obs, state, spec)) / drain_s
         load = max(expected, instant)
-
-        need, prediction = self._cheapest(self._cover(load, per_request, state), state, spec)
+        covered_load = self._cover(load, per_request, state)
+        need, prediction = self._cheapest(covered_load, state, spec)
         held, arriving = None, load
         if instant > expected:  # a queue stays on the replicas holding it (``backlog.useful``)
             arriving = max(expected, (state.forecast.peak(obs.at - obs.window) or 0.0) / per_request)
@@ -269,8 +269,9 @@ class FleetSLOPolicy:
             # peak's own level, the top of the checks, reads the lowest ratios (stop 54: on all 175
             # workloads 60 -> 51 at >= 0.99 and flaps 159 -> 236 with it, 56 and 142 without).
             peak = max(load, (state.forecast.peak(obs.at - self._memory(spec)) or 0.0) / per_request)
-            shrink_to = peak * self._margins(state)[0] / (1 - cfg.hysteresis)
-            need, prediction = self._cheapest(shrink_to, state, spec)
+            need, prediction = self._cheapest(
+                peak * self._margins(state)[0] / (1 - cfg.hysteresis), state, spec
+            )
             need = min(current, max(need, kv_floor(obs, arrival, peak, cfg.kv_usage_limit)))
             prediction_for = need
             if need > current * (1 - cfg.min_scale_down):
@@ -286,7 +287,7 @@ class FleetSLOPolicy:
             # higher is noise, not a reason to ask back what was just given away.
             need = current
         if need != prediction_for:
-            prediction = self._at(self._cover(load, per_request, state) / max(need, 1), state, spec)
+            prediction = self._at(covered_load / max(need, 1), state, spec)
         sizing = Sizing(need, current, arrival, expected, instant, prediction, per_request, held)
         reason, message = sizing.why()
         relaxed = self._targets(state, spec)[2]
